@@ -1,0 +1,46 @@
+# Timothy Memory. `make run` serves the service, `make test` runs the whole suite;
+# both create .venv and install what they need on first use.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test lint format migrations-check chromium bench-recall clean-venv
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(VENV)/.runtime-installed: requirements.txt | $(PY)
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.test-installed: requirements-test.txt $(VENV)/.runtime-installed
+	$(PY) -m pip install -q -r requirements-test.txt
+	touch $@
+
+run: $(VENV)/.runtime-installed
+	$(PY) manage.py serve
+
+test: $(VENV)/.test-installed chromium
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "Installing Debian's chromium for the browser tests..."; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+
+lint: $(VENV)/.test-installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(VENV)/.test-installed
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+migrations-check: $(VENV)/.runtime-installed
+	$(PY) manage.py makemigrations --check --dry-run
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,755 @@
+"""The memory store: typed, staged, versioned memories that are never deleted.
+
+Every state change is a method here, atomic and under a row lock, and leaves an
+event in the append-only log. The database enforces the invariants too (see the
+check constraints below and the triggers in migration 0001), so that no code
+path, the admin included, can break a chain or remove a row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import connection, models, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from pgvector.django import HnswIndex, VectorField
+
+EMBEDDING_DIMENSIONS = settings.EMBEDDING_DIMENSIONS
+
+
+class MemoryIsPermanent(Exception):
+    """Memories and their events are never deleted."""
+
+    def __init__(self) -> None:
+        super().__init__("Memories are never deleted: reject, archive or supersede them instead.")
+
+
+class IllegalTransition(Exception):
+    """A state change that the memory's current status does not allow."""
+
+    def __init__(self, memory: Memory, action: str, detail: str = "") -> None:
+        self.memory_id = memory.pk
+        self.action = action
+        self.status = memory.status
+        self.head_id = memory.head_id() if memory.status == Memory.Status.SUPERSEDED else None
+        message = f"Cannot {action} memory {memory.pk}: it is {memory.status}"
+        if self.head_id is not None:
+            message += f"; the head of its chain is memory {self.head_id}"
+        if detail:
+            message += f" ({detail})"
+        super().__init__(message + ".")
+        self.message = message + "."
+
+
+class MemoryQuerySet(models.QuerySet):
+    def for_owner(self, owner) -> MemoryQuerySet:
+        return self.filter(owner=owner)
+
+    def active(self) -> MemoryQuerySet:
+        return self.filter(status=Memory.Status.ACTIVE)
+
+    def pending(self) -> MemoryQuerySet:
+        return self.filter(status=Memory.Status.PROPOSED).order_by("created_at", "id")
+
+    def heads(self) -> MemoryQuerySet:
+        return self.filter(superseded_by__isnull=True)
+
+    def chain(self, memory: Memory | int) -> list[Memory]:
+        """Every version in the chain of ``memory``, oldest first, from any member.
+
+        A chain is the head plus everything that flowed into it; merges make it a
+        tree (several rows superseded by one), which is returned flattened in
+        time order.
+        """
+        memory_id = memory.pk if isinstance(memory, Memory) else memory
+        head_id = Memory.head_id_of(memory_id)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                WITH RECURSIVE versions(id) AS (
+                    SELECT %s::bigint
+                    UNION
+                    SELECT m.id FROM {Memory._meta.db_table} m
+                    JOIN versions v ON m.superseded_by_id = v.id
+                )
+                SELECT id FROM versions
+                """,
+                [head_id],
+            )
+            ids = [row[0] for row in cursor.fetchall()]
+        return list(self.filter(pk__in=ids).order_by("created_at", "id"))
+
+    def delete(self):
+        raise MemoryIsPermanent()
+
+
+class MemoryType(models.TextChoices):
+    SEMANTIC = "semantic", "Fact"
+    PREFERENCE = "preference", "Preference"
+    EPISODIC = "episodic", "Event"
+    REFLECTION = "reflection", "Reflection"
+
+
+class MemoryStatus(models.TextChoices):
+    """proposed → active | rejected; active → superseded | archived.
+
+    A proposal can also be superseded directly (edit-then-confirm): the
+    edited text becomes the active version and the proposal stays in its
+    chain.
+    """
+
+    PROPOSED = "proposed", "Proposed"
+    ACTIVE = "active", "Active"
+    REJECTED = "rejected", "Rejected"
+    SUPERSEDED = "superseded", "Superseded"
+    ARCHIVED = "archived", "Archived"
+
+
+class MemorySource(models.TextChoices):
+    REMEMBER = "remember", "Remember (owner's explicit fact)"
+    EXTRACTION = "extraction", "Extraction from a conversation"
+    API = "api", "API"
+    CONSOLIDATION = "consolidation", "Consolidation"
+    IMPORT = "import", "Import"
+
+
+class Memory(models.Model):
+    Type = MemoryType
+    Status = MemoryStatus
+    Source = MemorySource
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT, related_name="memories")
+    type = models.CharField(max_length=16, choices=Type.choices)
+    content = models.TextField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PROPOSED)
+    entity_refs = ArrayField(models.TextField(), default=list, blank=True)
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    tsv = models.GeneratedField(
+        expression=SearchVector("content", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    confidence = models.FloatField(default=0.5)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.API)
+    session_id = models.CharField(max_length=200, blank=True, default="")
+    # Provenance beyond source and session: extraction phase, turn index, ...
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    # Moves only on explicit promotion or re-confirmation, never on retrieval.
+    last_confirmed_at = models.DateTimeField(null=True, blank=True)
+    last_retrieved_at = models.DateTimeField(null=True, blank=True)
+    # The row that replaced this one. A merge supersedes several rows with one,
+    # so this is many-to-one; a chain has exactly one head (superseded_by is null).
+    superseded_by = models.ForeignKey(
+        "self", models.PROTECT, null=True, blank=True, related_name="supersedes"
+    )
+
+    objects = MemoryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            GinIndex(fields=["tsv"], name="memory_tsv_gin"),
+            GinIndex(fields=["entity_refs"], name="memory_entity_refs_gin"),
+            HnswIndex(
+                name="memory_embedding_hnsw",
+                fields=["embedding"],
+                opclasses=["vector_cosine_ops"],
+                m=16,
+                ef_construction=64,
+                condition=Q(status="active"),
+            ),
+            models.Index(fields=["owner", "status", "-created_at"], name="memory_owner_status"),
+            models.Index(fields=["owner", "session_id"], name="memory_owner_session"),
+            models.Index(fields=["superseded_by"], name="memory_superseded_by"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                name="memory_superseded_has_successor",
+                condition=(
+                    Q(status="superseded", superseded_by__isnull=False)
+                    | (~Q(status="superseded") & Q(superseded_by__isnull=True))
+                ),
+                violation_error_message="A superseded memory needs a successor; "
+                "no other memory may have one.",
+            ),
+            models.CheckConstraint(
+                name="memory_not_own_successor", condition=~Q(superseded_by=F("id"))
+            ),
+            models.CheckConstraint(
+                name="memory_confidence_range", condition=Q(confidence__gte=0, confidence__lte=1)
+            ),
+            models.CheckConstraint(name="memory_content_not_empty", condition=~Q(content="")),
+            models.CheckConstraint(
+                name="memory_type_known", condition=Q(type__in=MemoryType.values)
+            ),
+            models.CheckConstraint(
+                name="memory_status_known", condition=Q(status__in=MemoryStatus.values)
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"[{self.type}] {self.content[:60]}"
+
+    def delete(self, *args, **kwargs):
+        raise MemoryIsPermanent()
+
+    # --- reading ---------------------------------------------------------------
+
+    @property
+    def entities(self) -> list[str]:
+        return list(self.entity_refs)
+
+    @property
+    def confirmed_or_created_at(self) -> datetime:
+        """The moment decay counts from: last confirmation, else creation."""
+        return self.last_confirmed_at or self.created_at
+
+    @staticmethod
+    def head_id_of(memory_id: int) -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                WITH RECURSIVE up(id, next_id, depth) AS (
+                    SELECT id, superseded_by_id, 0 FROM {Memory._meta.db_table} WHERE id = %s
+                    UNION ALL
+                    SELECT m.id, m.superseded_by_id, up.depth + 1
+                    FROM {Memory._meta.db_table} m JOIN up ON m.id = up.next_id
+                    WHERE up.depth < 10000
+                )
+                SELECT id FROM up WHERE next_id IS NULL
+                """,
+                [memory_id],
+            )
+            row = cursor.fetchone()
+        return row[0] if row else memory_id
+
+    def head_id(self) -> int:
+        if self.superseded_by_id is None:
+            return self.pk
+        return Memory.head_id_of(self.pk)
+
+    def chain(self) -> list[Memory]:
+        return Memory.objects.chain(self)
+
+    # --- creating --------------------------------------------------------------
+
+    @classmethod
+    def propose(
+        cls,
+        owner,
+        content: str,
+        type: str,
+        *,
+        entities: Iterable[str] = (),
+        confidence: float = 0.5,
+        source: str = MemorySource.API,
+        session_id: str = "",
+        metadata: dict | None = None,
+        actor=None,
+        via: str = "api",
+        reason: str = "",
+    ) -> Memory:
+        """Stage a memory for the owner's confirmation queue."""
+        return cls._create(
+            owner,
+            content,
+            type,
+            status=cls.Status.PROPOSED,
+            entities=entities,
+            confidence=confidence,
+            source=source,
+            session_id=session_id,
+            metadata=metadata,
+            actor=actor,
+            via=via,
+            reason=reason,
+            action=MemoryEvent.Action.PROPOSED,
+        )
+
+    @classmethod
+    def remember(
+        cls,
+        owner,
+        content: str,
+        type: str,
+        *,
+        entities: Iterable[str] = (),
+        session_id: str = "",
+        metadata: dict | None = None,
+        actor=None,
+        via: str = "api",
+        reason: str = "",
+    ) -> Memory:
+        """The owner's explicit fact: active at once, full confidence."""
+        return cls._create(
+            owner,
+            content,
+            type,
+            status=cls.Status.ACTIVE,
+            entities=entities,
+            confidence=1.0,
+            source=cls.Source.REMEMBER,
+            session_id=session_id,
+            metadata=metadata,
+            actor=actor,
+            via=via,
+            reason=reason,
+            action=MemoryEvent.Action.CREATED,
+        )
+
+    @classmethod
+    def _create(
+        cls,
+        owner,
+        content: str,
+        type: str,
+        *,
+        status: str,
+        entities: Iterable[str],
+        confidence: float,
+        source: str,
+        session_id: str,
+        metadata: dict | None,
+        actor,
+        via: str,
+        reason: str,
+        action: str,
+    ) -> Memory:
+        now = timezone.now()
+        with transaction.atomic():
+            memory = cls.objects.create(
+                owner=owner,
+                type=type,
+                content=content,
+                status=status,
+                entity_refs=normalize_entities(entities),
+                confidence=confidence,
+                source=source,
+                session_id=session_id,
+                metadata=metadata or {},
+                created_at=now,
+                last_confirmed_at=now if status == cls.Status.ACTIVE else None,
+            )
+            memory.log(action, actor=actor, via=via, reason=reason)
+            transaction.on_commit(lambda: _after_write(memory.pk))
+        return memory
+
+    # --- state changes ---------------------------------------------------------
+
+    def _locked(self) -> Memory:
+        return Memory.objects.select_for_update().get(pk=self.pk)
+
+    def _refresh_from(self, row: Memory) -> Memory:
+        for field in self._meta.concrete_fields:
+            if not field.generated:
+                setattr(self, field.attname, getattr(row, field.attname))
+        return self
+
+    def _change_status(
+        self,
+        action: str,
+        allowed_from: Sequence[str],
+        to_status: str,
+        *,
+        actor,
+        via: str,
+        reason: str,
+        event: str,
+        confirm: bool = False,
+    ) -> Memory:
+        with transaction.atomic():
+            row = self._locked()
+            if row.status not in allowed_from:
+                raise IllegalTransition(row, action)
+            row.status = to_status
+            fields = ["status"]
+            if confirm:
+                row.last_confirmed_at = timezone.now()
+                fields.append("last_confirmed_at")
+            row.save(update_fields=fields)
+            row.log(event, actor=actor, via=via, reason=reason, data={"from": self.status})
+        return self._refresh_from(row)
+
+    def confirm(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
+        """proposed → active; stamps last_confirmed_at."""
+        return self._change_status(
+            "confirm",
+            [Memory.Status.PROPOSED],
+            Memory.Status.ACTIVE,
+            actor=actor,
+            via=via,
+            reason=reason,
+            event=MemoryEvent.Action.CONFIRMED,
+            confirm=True,
+        )
+
+    def reconfirm(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
+        """active stays active; stamps last_confirmed_at (resets decay)."""
+        return self._change_status(
+            "reconfirm",
+            [Memory.Status.ACTIVE],
+            Memory.Status.ACTIVE,
+            actor=actor,
+            via=via,
+            reason=reason,
+            event=MemoryEvent.Action.RECONFIRMED,
+            confirm=True,
+        )
+
+    def reject(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
+        """proposed → rejected."""
+        return self._change_status(
+            "reject",
+            [Memory.Status.PROPOSED],
+            Memory.Status.REJECTED,
+            actor=actor,
+            via=via,
+            reason=reason,
+            event=MemoryEvent.Action.REJECTED,
+        )
+
+    def archive(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
+        """active → archived: kept for the record, never retrieved."""
+        return self._change_status(
+            "archive",
+            [Memory.Status.ACTIVE],
+            Memory.Status.ARCHIVED,
+            actor=actor,
+            via=via,
+            reason=reason,
+            event=MemoryEvent.Action.ARCHIVED,
+        )
+
+    def supersede(
+        self,
+        content: str | None = None,
+        *,
+        type: str | None = None,
+        entities: Iterable[str] | None = None,
+        confidence: float | None = None,
+        source: str | None = None,
+        actor=None,
+        via: str = "api",
+        reason: str = "",
+    ) -> Memory:
+        """Write a new active version; this row becomes superseded and points to it.
+
+        Allowed from active, and from proposed (edit-then-confirm). Returns the
+        new head.
+        """
+        with transaction.atomic():
+            old = self._locked()
+            if old.status not in (Memory.Status.ACTIVE, Memory.Status.PROPOSED):
+                raise IllegalTransition(old, "supersede")
+            now = timezone.now()
+            new = Memory.objects.create(
+                owner_id=old.owner_id,
+                type=type or old.type,
+                content=old.content if content is None else content,
+                status=Memory.Status.ACTIVE,
+                entity_refs=normalize_entities(old.entity_refs if entities is None else entities),
+                confidence=old.confidence if confidence is None else confidence,
+                source=source or old.source,
+                session_id=old.session_id,
+                metadata=old.metadata,
+                created_at=now,
+                last_confirmed_at=now,
+            )
+            previous_status = old.status
+            old.status = Memory.Status.SUPERSEDED
+            old.superseded_by = new
+            old.save(update_fields=["status", "superseded_by"])
+            old.log(
+                MemoryEvent.Action.SUPERSEDED,
+                actor=actor,
+                via=via,
+                reason=reason,
+                data={"from": previous_status, "successor": new.pk},
+            )
+            new.log(
+                MemoryEvent.Action.VERSION,
+                actor=actor,
+                via=via,
+                reason=reason,
+                data={"supersedes": [old.pk]},
+            )
+            transaction.on_commit(lambda: _after_write(new.pk))
+        self._refresh_from(old)
+        return new
+
+    @classmethod
+    def merge(
+        cls,
+        memories: Sequence[Memory | int],
+        content: str,
+        *,
+        type: str | None = None,
+        actor=None,
+        via: str = "consolidation",
+        reason: str = "consolidation",
+        embedding: Sequence[float] | None = None,
+    ) -> Memory:
+        """Supersede several active memories of one owner with one canonical row.
+
+        Entity refs are the union, confidence the maximum, ``last_confirmed_at``
+        the latest of the members'. All or nothing.
+        """
+        ids = sorted({m.pk if isinstance(m, Memory) else int(m) for m in memories})
+        if len(ids) < 2:
+            raise ValueError("A merge needs at least two memories.")
+        with transaction.atomic():
+            # Lock in id order so two merges over overlapping groups cannot deadlock.
+            rows = list(cls.objects.select_for_update().filter(pk__in=ids).order_by("pk"))
+            if len(rows) != len(ids):
+                raise ValueError("Some memories to merge do not exist.")
+            owners = {row.owner_id for row in rows}
+            if len(owners) != 1:
+                raise ValueError("Only memories of one owner can be merged.")
+            for row in rows:
+                if row.status != cls.Status.ACTIVE:
+                    raise IllegalTransition(row, "merge")
+            entities: list[str] = []
+            for row in rows:
+                entities.extend(row.entity_refs)
+            by_strength = sorted(
+                rows, key=lambda r: (r.confidence, r.confirmed_or_created_at), reverse=True
+            )
+            now = timezone.now()
+            new = cls.objects.create(
+                owner_id=rows[0].owner_id,
+                type=type or by_strength[0].type,
+                content=content,
+                status=cls.Status.ACTIVE,
+                entity_refs=normalize_entities(entities),
+                confidence=max(row.confidence for row in rows),
+                source=cls.Source.CONSOLIDATION,
+                session_id="",
+                metadata={"merged_from": ids},
+                embedding=list(embedding) if embedding is not None else None,
+                created_at=now,
+                last_confirmed_at=max(row.confirmed_or_created_at for row in rows),
+            )
+            for row in rows:
+                row.status = cls.Status.SUPERSEDED
+                row.superseded_by = new
+                row.save(update_fields=["status", "superseded_by"])
+                row.log(
+                    MemoryEvent.Action.SUPERSEDED,
+                    actor=actor,
+                    via=via,
+                    reason=reason,
+                    data={"from": cls.Status.ACTIVE, "successor": new.pk, "merge": True},
+                )
+            new.log(
+                MemoryEvent.Action.MERGED,
+                actor=actor,
+                via=via,
+                reason=reason,
+                data={"supersedes": ids},
+            )
+            if embedding is None:
+                transaction.on_commit(lambda: _after_write(new.pk))
+        return new
+
+    def lower_confidence(
+        self, confidence: float, *, actor=None, via: str = "consolidation", reason: str = ""
+    ) -> Memory:
+        """Lower an active memory's confidence (decay); the memory stays active."""
+        with transaction.atomic():
+            row = self._locked()
+            if row.status != Memory.Status.ACTIVE:
+                raise IllegalTransition(row, "decay")
+            previous = row.confidence
+            row.confidence = max(0.0, min(previous, confidence))
+            row.save(update_fields=["confidence"])
+            row.log(
+                MemoryEvent.Action.DECAYED,
+                actor=actor,
+                via=via,
+                reason=reason,
+                data={"from_confidence": previous, "to_confidence": row.confidence},
+            )
+        return self._refresh_from(row)
+
+    def log(
+        self, action: str, *, actor=None, via: str = "system", reason: str = "", data=None
+    ) -> MemoryEvent:
+        return MemoryEvent.objects.create(
+            memory=self,
+            owner_id=self.owner_id,
+            action=action,
+            actor=actor if getattr(actor, "pk", None) else None,
+            via=via,
+            reason=reason or "",
+            data=data or {},
+        )
+
+
+def normalize_entities(entities: Iterable[str]) -> list[str]:
+    """Trimmed, de-duplicated (case-insensitively), first spelling kept, in order."""
+    seen: set[str] = set()
+    result: list[str] = []
+    for entity in entities:
+        name = " ".join(str(entity).split())
+        if name and name.casefold() not in seen:
+            seen.add(name.casefold())
+            result.append(name)
+    return result
+
+
+def _after_write(memory_id: int) -> None:
+    """Hand a freshly written memory to the background embedder, if there is one."""
+    from memories import signals
+
+    signals.memory_written.send(sender=Memory, memory_id=memory_id)
+
+
+class MemoryEvent(models.Model):
+    """Append-only log of every transition: who, when, why."""
+
+    class Action(models.TextChoices):
+        PROPOSED = "proposed", "Proposed"
+        CREATED = "created", "Created"
+        IMPORTED = "imported", "Imported"
+        CONFIRMED = "confirmed", "Confirmed"
+        RECONFIRMED = "reconfirmed", "Re-confirmed"
+        REJECTED = "rejected", "Rejected"
+        ARCHIVED = "archived", "Archived"
+        SUPERSEDED = "superseded", "Superseded"
+        VERSION = "version", "New version"
+        MERGED = "merged", "Merged"
+        DECAYED = "decayed", "Confidence decayed"
+
+    memory = models.ForeignKey(Memory, models.PROTECT, related_name="events")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT, related_name="+")
+    action = models.CharField(max_length=16, choices=Action.choices)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    # The channel the change came through: api, page, admin, command, import,
+    # extraction, consolidation, system.
+    via = models.CharField(max_length=16, default="system")
+    reason = models.TextField(blank=True, default="")
+    data = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["owner", "-at"], name="event_owner_at")]
+
+    def __str__(self) -> str:
+        return f"{self.action} memory {self.memory_id} at {self.at:%Y-%m-%d %H:%M}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None and not self._state.adding:
+            raise MemoryIsPermanent()
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise MemoryIsPermanent()
+
+
+TOKEN_PREFIX = "tm_"
+
+
+class ApiTokenQuerySet(models.QuerySet):
+    def live(self) -> ApiTokenQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+    def delete(self):
+        raise MemoryIsPermanent()
+
+
+class ApiToken(models.Model):
+    """A bearer token for the public API. Only its hash is stored."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True, default="")
+    # The first characters of the token, so the owner can tell tokens apart.
+    prefix = models.CharField(max_length=16)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name or 'unnamed'})"
+
+    @staticmethod
+    def digest_of(raw: str) -> str:
+        # Tokens carry 256 bits of randomness, so a plain SHA-256 is enough;
+        # a slow password hash would only slow every request.
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, owner, name: str = "") -> tuple[ApiToken, str]:
+        """Create a token; return it and the raw secret (shown once, never stored)."""
+        raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        token = cls.objects.create(
+            owner=owner, name=name, prefix=raw[:10], digest=cls.digest_of(raw)
+        )
+        return token, raw
+
+    @classmethod
+    def authenticate(cls, raw: str) -> ApiToken | None:
+        if not raw or not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
+            return None
+        token = (
+            cls.objects.live()
+            .select_related("owner")
+            .filter(digest=cls.digest_of(raw), owner__is_active=True)
+            .first()
+        )
+        if token is None:
+            return None
+        now = timezone.now()
+        # Stamp at most once a minute: every request must not be a write.
+        if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+            cls.objects.filter(pk=token.pk).update(last_used_at=now)
+            token.last_used_at = now
+        return token
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def revoke(self) -> None:
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            self.save(update_fields=["revoked_at"])
+
+    def delete(self, *args, **kwargs):
+        raise MemoryIsPermanent()
+
+
+class IdempotencyRecord(models.Model):
+    """The first answer to a creating call made with an ``Idempotency-Key``."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT, related_name="+")
+    key = models.CharField(max_length=200)
+    # Method and path the key was used on, and a hash of the body: the same key
+    # with a different request is a client error, not a replay.
+    endpoint = models.CharField(max_length=200)
+    request_hash = models.CharField(max_length=64)
+    response_status = models.PositiveSmallIntegerField()
+    response_body = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "key"], name="idempotency_owner_key"),
+        ]

@@ -1,0 +1,52 @@
+"""Tuning numbers of both retrieval pipelines: the one place each is defined.
+
+Only values that differ between deployments are settings (timeouts, default
+budget); these are properties of the algorithms and change with a measured
+reason (see docs/evaluation.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memories.models import MemoryType
+
+# How many candidates each leg of the fusion pipeline returns.
+LEG_LIMIT = 30
+
+# Reciprocal rank fusion: score += 1 / (RRF_K + rank), rank counted from 1.
+RRF_K = 60
+
+# Recency decay of the fusion pipeline: 0.5 ** (days since confirmed / half-life).
+DECAY_HALF_LIFE_DAYS = 90.0
+
+# Fused scores below this are cut: returning nothing beats returning stale noise.
+MIN_SCORE = 0.005
+
+# Freshness pipeline (seed 003).
+BM25_K1 = 1.2
+BM25_B = 0.75
+BM25_TOP = 20
+RERANK_TOP = 5
+RELEVANCE_WEIGHT = 0.7
+FRESHNESS_WEIGHT = 0.3
+
+
+@dataclass(frozen=True)
+class TypeProfile:
+    # Multiplies the fused score in the fusion pipeline.
+    weight: float
+    # Freshness half-life in the freshness pipeline: 2 ** (-age / half_life).
+    half_life_days: float
+
+
+# One table for everything that depends on a memory's type.
+TYPE_PROFILES: dict[str, TypeProfile] = {
+    MemoryType.SEMANTIC: TypeProfile(weight=1.0, half_life_days=7.0),
+    MemoryType.PREFERENCE: TypeProfile(weight=1.0, half_life_days=30.0),
+    MemoryType.EPISODIC: TypeProfile(weight=0.9, half_life_days=3.0),
+    MemoryType.REFLECTION: TypeProfile(weight=0.8, half_life_days=14.0),
+}
+
+PIPELINES = ("fusion", "freshness")
+LEGS = ("vector", "text", "entity")

@@ -1,0 +1,3 @@
+"""Internal URLconf: served only by the internal listener, never by the public one."""
+
+urlpatterns: list = []

