@@ -1,8 +1,12 @@
 """Public URLconf: the owner's pages, the admin, the five API routes, the schema."""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # The five public memory routes and the OpenAPI schema (memories/api_urls.py).
+    path("", include("memories.api_urls")),
+    # The owner's pages (memories/page_urls.py).
+    path("", include("memories.page_urls")),
 ]
