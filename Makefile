@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint format migrations-check chromium bench-recall clean-venv
+.PHONY: run test lint format migrations-check system-packages clean-venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -23,13 +23,19 @@ $(VENV)/.test-installed: requirements-test.txt $(VENV)/.runtime-installed
 run: $(VENV)/.runtime-installed
 	$(PY) manage.py serve
 
-test: $(VENV)/.test-installed chromium
+test: $(VENV)/.test-installed system-packages
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
-		echo "Installing Debian's chromium for the browser tests..."; \
-		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+# Debian packages the suite drives: Chromium for the browser tests, and a
+# PostgreSQL server without pgvector to prove start-up refuses it.
+system-packages:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	if [ -n "$$missing" ]; then \
+		echo "Installing Debian packages:$$missing"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
 
 lint: $(VENV)/.test-installed
 	$(VENV)/bin/ruff check .

@@ -130,7 +130,10 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# collectstatic target for deployments behind another web server; `make run`
+# serves straight from the finders instead (WHITENOISE_USE_FINDERS).
+STATIC_ROOT = DATA_DIR / "staticfiles"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # Serve files straight from the finders, so `make run` needs no collectstatic.
 WHITENOISE_USE_FINDERS = True
