@@ -370,13 +370,15 @@ class Memory(models.Model):
             row = self._locked()
             if row.status not in allowed_from:
                 raise IllegalTransition(row, action)
+            # The locked row's status, not this instance's: it may be stale.
+            previous_status = row.status
             row.status = to_status
             fields = ["status"]
             if confirm:
                 row.last_confirmed_at = timezone.now()
                 fields.append("last_confirmed_at")
             row.save(update_fields=fields)
-            row.log(event, actor=actor, via=via, reason=reason, data={"from": self.status})
+            row.log(event, actor=actor, via=via, reason=reason, data={"from": previous_status})
         return self._refresh_from(row)
 
     def confirm(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
@@ -558,6 +560,11 @@ class Memory(models.Model):
             )
             if embedding is None:
                 transaction.on_commit(lambda: _after_write(new.pk))
+        # Callers that passed instances see them superseded, as after supersede().
+        by_id = {row.pk: row for row in rows}
+        for memory in memories:
+            if isinstance(memory, Memory):
+                memory._refresh_from(by_id[memory.pk])
         return new
 
     def lower_confidence(
@@ -613,6 +620,11 @@ def _after_write(memory_id: int) -> None:
     signals.memory_written.send(sender=Memory, memory_id=memory_id)
 
 
+class MemoryEventQuerySet(models.QuerySet):
+    def delete(self):
+        raise MemoryIsPermanent()
+
+
 class MemoryEvent(models.Model):
     """Append-only log of every transition: who, when, why."""
 
@@ -641,6 +653,8 @@ class MemoryEvent(models.Model):
     reason = models.TextField(blank=True, default="")
     data = models.JSONField(default=dict, blank=True)
     at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = MemoryEventQuerySet.as_manager()
 
     class Meta:
         ordering = ["at", "id"]
