@@ -1,1 +1,29 @@
-urlpatterns: list = []
+"""The owner's pages (included at the root by timothy/urls.py)."""
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from memories import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(redirect_authenticated_user=True),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("queue/", views.queue, name="queue"),
+    path("queue/bulk/", views.bulk, name="queue-bulk"),
+    path("memories/", views.memory_list, name="memory-list"),
+    path("memories/<int:pk>/", views.memory_detail, name="memory-detail"),
+    path("memories/<int:pk>/confirm/", views.confirm, name="memory-confirm"),
+    path("memories/<int:pk>/reject/", views.reject, name="memory-reject"),
+    path("memories/<int:pk>/edit/", views.memory_edit, name="memory-edit"),
+    path("memories/<int:pk>/reconfirm/", views.reconfirm, name="memory-reconfirm"),
+    path("memories/<int:pk>/archive/", views.archive, name="memory-archive"),
+    path("inspect/", views.inspect, name="inspect"),
+    path("tokens/", views.tokens, name="tokens"),
+    path("tokens/new/", views.token_create, name="token-create"),
+    path("tokens/<int:pk>/revoke/", views.token_revoke, name="token-revoke"),
+]

@@ -1,0 +1,148 @@
+"""Forms of the owner's pages. They validate and shape input; the model methods act."""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+
+from memories.models import Memory
+from retrieval.constants import LEGS, PIPELINES
+
+REASON_MAX_CHARS = 500
+TOKEN_NAME_MAX_CHARS = 100
+
+
+def split_entities(text: str) -> list[str]:
+    """Entities typed as one comma-separated line."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+class ReasonForm(forms.Form):
+    reason = forms.CharField(
+        required=False,
+        max_length=REASON_MAX_CHARS,
+        strip=True,
+        label="Reason (optional)",
+    )
+
+
+class MemoryEditForm(forms.Form):
+    """A new version of a memory: supersede on an active one, edit-then-confirm on a proposal."""
+
+    content = forms.CharField(
+        max_length=settings.MAX_CONTENT_CHARS,
+        strip=True,
+        widget=forms.Textarea(attrs={"rows": 4}),
+    )
+    type = forms.ChoiceField(choices=Memory.Type.choices)
+    entities = forms.CharField(
+        required=False,
+        max_length=2000,
+        help_text="Separate names with commas.",
+    )
+    reason = forms.CharField(
+        required=False, max_length=REASON_MAX_CHARS, strip=True, label="Reason (optional)"
+    )
+
+    @classmethod
+    def for_memory(cls, memory: Memory) -> MemoryEditForm:
+        return cls(
+            initial={
+                "content": memory.content,
+                "type": memory.type,
+                "entities": ", ".join(memory.entity_refs),
+            }
+        )
+
+    def clean_entities(self) -> list[str]:
+        return split_entities(self.cleaned_data["entities"])
+
+
+class BulkActionForm(forms.Form):
+    ACTIONS = [("confirm", "Confirm"), ("reject", "Reject")]
+
+    action = forms.ChoiceField(choices=ACTIONS)
+    ids = forms.TypedMultipleChoiceField(coerce=int, choices=[])
+    reason = forms.CharField(
+        required=False, max_length=REASON_MAX_CHARS, strip=True, label="Reason (optional)"
+    )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Any whole number is accepted here; ownership is checked against the database.
+        self.fields["ids"].valid_value = lambda value: str(value).isdigit()
+        self.fields["ids"].error_messages["required"] = "Select at least one memory."
+
+
+SORTS = {
+    "newest": ("Newest first", ["-created_at", "-id"]),
+    "oldest": ("Oldest first", ["created_at", "id"]),
+    "confirmed": ("Recently confirmed", ["-last_confirmed_at", "-id"]),
+    "confidence": ("Highest confidence", ["-confidence", "-created_at", "-id"]),
+    "type": ("Type", ["type", "-created_at", "-id"]),
+}
+
+
+class MemoryFilterForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200, label="Search text")
+    status = forms.ChoiceField(required=False, choices=[("", "Any status"), *Memory.Status.choices])
+    type = forms.ChoiceField(required=False, choices=[("", "Any type"), *Memory.Type.choices])
+    source = forms.ChoiceField(required=False, choices=[("", "Any source"), *Memory.Source.choices])
+    entity = forms.CharField(required=False, max_length=200)
+    created_from = forms.DateField(
+        required=False, label="Created from", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    created_to = forms.DateField(
+        required=False, label="Created until", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    sort = forms.ChoiceField(
+        required=False,
+        choices=[(key, label) for key, (label, _) in SORTS.items()],
+        label="Sort by",
+    )
+
+    def ordering(self) -> list[str]:
+        key = self.cleaned_data.get("sort") or "newest"
+        return SORTS[key][1]
+
+
+class InspectForm(forms.Form):
+    message = forms.CharField(
+        max_length=settings.MAX_CONTENT_CHARS,
+        strip=True,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="What the owner might say to the assistant.",
+    )
+    pipeline = forms.ChoiceField(
+        choices=[(name, name.capitalize()) for name in PIPELINES],
+        initial=settings.DEFAULT_PIPELINE,
+    )
+    budget = forms.IntegerField(
+        min_value=1,
+        max_value=settings.MAX_TOKEN_BUDGET,
+        initial=settings.DEFAULT_TOKEN_BUDGET,
+        label="Token budget",
+    )
+    as_of = forms.DateTimeField(
+        required=False,
+        label="As of",
+        help_text="Empty: now. Read in your time zone.",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+    )
+    legs = forms.MultipleChoiceField(
+        required=False,
+        choices=[(name, name.capitalize()) for name in LEGS],
+        initial=list(LEGS),
+        widget=forms.CheckboxSelectMultiple,
+        label="Legs (fusion)",
+        help_text="None ticked: all legs.",
+    )
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(
+        max_length=TOKEN_NAME_MAX_CHARS,
+        strip=True,
+        label="Token name",
+        help_text="Where the token will be used, e.g. “laptop assistant”.",
+    )
