@@ -1,0 +1,489 @@
+"""Moving an owner's memories in and out as JSON Lines.
+
+One JSON object per line. Export writes every memory of an owner, with its
+database id as ``id`` and its successor's id as ``superseded_by``; import reads
+those ids as labels local to the file, so exporting and importing into another
+owner rebuilds the same memories and the same chains.
+
+Import checks every line on its own and keeps the good ones: a bad line is
+reported with its number and the reason. The good lines go in with bulk
+inserts, heads first, then the rows they supersede level by level (the
+database insists that a superseded row already has its successor), each with an
+``imported`` event.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import IO, Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from tqdm import tqdm
+
+from memories.models import Memory, MemoryEvent, normalize_entities
+
+# Rows per INSERT statement; well under PostgreSQL's 65,535 bind parameters.
+BATCH_SIZE = 2000
+# Files at least this large get a progress bar on stderr.
+PROGRESS_MIN_BYTES = 256 * 1024
+
+FIELDS = frozenset(
+    {
+        "id",
+        "content",
+        "type",
+        "status",
+        "entities",
+        "confidence",
+        "created_at",
+        "last_confirmed_at",
+        "last_retrieved_at",
+        "source",
+        "session_id",
+        "metadata",
+        "embedding",
+        "superseded_by",
+    }
+)
+DATE_FIELDS = ("created_at", "last_confirmed_at", "last_retrieved_at")
+DEFAULT_STATUS = Memory.Status.ACTIVE
+DEFAULT_SOURCE = Memory.Source.IMPORT
+DEFAULT_CONFIDENCE = Memory._meta.get_field("confidence").default
+MAX_SESSION_ID = Memory._meta.get_field("session_id").max_length
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+class BadLine(Exception):
+    """A line that cannot be imported; the message is the reason."""
+
+
+@dataclass
+class LineError:
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.reason}"
+
+
+@dataclass
+class ParsedLine:
+    line: int
+    key: int | str | None
+    successor_key: int | str | None
+    fields: dict[str, Any]
+    error: str = ""
+    # Distance to the head of its chain (0: not superseded); None until resolved.
+    depth: int | None = None
+
+    @property
+    def status(self) -> str:
+        return self.fields["status"]
+
+
+@dataclass
+class ImportResult:
+    imported: int = 0
+    errors: list[LineError] = field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        return len(self.errors)
+
+
+# --- reading one line ------------------------------------------------------------
+
+
+def _refuse_constant(name: str) -> float:
+    raise BadLine(f"{name} is not a number JSON allows")
+
+
+def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str | None, dict]:
+    """Check one line; return (id, superseded_by, model fields) or raise ``BadLine``."""
+    if "\x00" in text:
+        raise BadLine("contains a NUL byte")
+    try:
+        record = json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as error:
+        raise BadLine(f"not JSON ({error.msg} at column {error.colno})")
+    if not isinstance(record, dict):
+        raise BadLine("not a JSON object")
+    unknown = sorted(set(record) - FIELDS)
+    if unknown:
+        raise BadLine(f"unknown field {unknown[0]!r}")
+    if _contains_nul(record):
+        raise BadLine("contains a NUL byte (\\u0000)")
+
+    content = record.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise BadLine("missing content")
+    if len(content) > settings.MAX_CONTENT_CHARS:
+        raise BadLine(
+            f"content is {len(content)} characters long; at most "
+            f"{settings.MAX_CONTENT_CHARS} are accepted"
+        )
+    memory_type = _choice(record, "type", Memory.Type.values, default=None)
+    status = _choice(record, "status", Memory.Status.values, default=DEFAULT_STATUS)
+    source = _choice(record, "source", Memory.Source.values, default=DEFAULT_SOURCE)
+    dates = {name: _date(record, name) for name in DATE_FIELDS}
+
+    key = _label(record, "id")
+    successor_key = _label(record, "superseded_by")
+    if status == Memory.Status.SUPERSEDED and successor_key is None:
+        raise BadLine("status is superseded but superseded_by names no successor")
+    if status != Memory.Status.SUPERSEDED and successor_key is not None:
+        raise BadLine(f"superseded_by is set but status is {status}, not superseded")
+    if successor_key is not None and successor_key == key:
+        raise BadLine("a memory cannot supersede itself")
+
+    return (
+        key,
+        successor_key,
+        {
+            "content": content,
+            "type": memory_type,
+            "status": status,
+            "entity_refs": _entities(record),
+            "confidence": _confidence(record),
+            "created_at": dates["created_at"] or now,
+            "last_confirmed_at": dates["last_confirmed_at"],
+            "last_retrieved_at": dates["last_retrieved_at"],
+            "source": source,
+            "session_id": _session_id(record),
+            "metadata": _metadata(record),
+            "embedding": _embedding(record),
+        },
+    )
+
+
+def _contains_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_contains_nul(item) for item in value)
+    return False
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _choice(record: dict, name: str, allowed: list[str], *, default: str | None) -> str:
+    value = record.get(name)
+    if value is None:
+        if default is None:
+            raise BadLine(f"missing {name} (one of {', '.join(allowed)})")
+        return default
+    if value not in allowed:
+        raise BadLine(f"unknown {name} {value!r} (one of {', '.join(allowed)})")
+    return value
+
+
+def _date(record: dict, name: str) -> datetime | None:
+    value = record.get(name)
+    if value is None:
+        return None
+    parsed = None
+    if isinstance(value, str):
+        try:
+            parsed = parse_datetime(value.strip())
+        except ValueError:
+            parsed = None
+    if parsed is None:
+        raise BadLine(f"{name} {value!r} is not an ISO 8601 date and time")
+    if timezone.is_naive(parsed):
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def _label(record: dict, name: str) -> int | str | None:
+    value = record.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | str) or value == "":
+        raise BadLine(f"{name} must be an integer or a non-empty string")
+    return value
+
+
+def _entities(record: dict) -> list[str]:
+    value = record.get("entities")
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise BadLine("entities must be a list of strings")
+    return normalize_entities(value)
+
+
+def _confidence(record: dict) -> float:
+    value = record.get("confidence")
+    if value is None:
+        return DEFAULT_CONFIDENCE
+    if not _is_number(value) or not 0 <= value <= 1:
+        raise BadLine(f"confidence {value!r} is not a number from 0 to 1")
+    return float(value)
+
+
+def _session_id(record: dict) -> str:
+    value = record.get("session_id")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise BadLine("session_id must be a string")
+    if len(value) > MAX_SESSION_ID:
+        raise BadLine(f"session_id is longer than {MAX_SESSION_ID} characters")
+    return value
+
+
+def _metadata(record: dict) -> dict:
+    value = record.get("metadata")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BadLine("metadata must be a JSON object")
+    return value
+
+
+def _embedding(record: dict) -> list[float] | None:
+    value = record.get("embedding")
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(_is_number(x) for x in value):
+        raise BadLine("embedding must be a list of numbers")
+    if len(value) != settings.EMBEDDING_DIMENSIONS:
+        raise BadLine(
+            f"embedding has {len(value)} dimensions; this service stores "
+            f"{settings.EMBEDDING_DIMENSIONS} (TIMOTHY_EMBEDDING_DIMENSIONS)"
+        )
+    # Stored as float32: anything beyond its range would fail the whole insert.
+    if not all(math.isfinite(x) and abs(x) <= FLOAT32_MAX for x in value):
+        raise BadLine("embedding contains a number too large to store")
+    return [float(x) for x in value]
+
+
+# --- chains across lines ---------------------------------------------------------
+
+
+def resolve_chains(parsed: list[ParsedLine], failed_keys: dict[int | str, int]) -> None:
+    """Give each line its depth below its chain's head, or an error.
+
+    A superseded line needs its successor among the good lines of the file; a
+    line whose successor fails fails too, and so does a cycle.
+    """
+    by_key: dict[int | str, ParsedLine] = {}
+    for item in parsed:
+        if item.key is None:
+            continue
+        if item.key in by_key:
+            item.error = f"id {item.key!r} is already used on line {by_key[item.key].line}"
+        else:
+            by_key[item.key] = item
+
+    for start in parsed:
+        path: list[ParsedLine] = []
+        on_path: set[int] = set()
+        node = start
+        while node.depth is None and not node.error:
+            if node.line in on_path:
+                cycle_start = next(i for i, p in enumerate(path) if p.line == node.line)
+                for member in path[cycle_start:]:
+                    member.error = "its superseded_by chain goes round in a cycle"
+                path = path[:cycle_start]
+                break
+            if node.status != Memory.Status.SUPERSEDED:
+                node.depth = 0
+                break
+            successor = by_key.get(node.successor_key)
+            if successor is None:
+                if node.successor_key in failed_keys:
+                    node.error = _successor_failed(node, failed_keys[node.successor_key])
+                else:
+                    node.error = (
+                        f"superseded_by {node.successor_key!r} is not the id of a line in this file"
+                    )
+                break
+            path.append(node)
+            on_path.add(node.line)
+            node = successor
+        for member in reversed(path):
+            successor = by_key[member.successor_key]
+            if successor.error:
+                member.error = _successor_failed(member, successor.line)
+            else:
+                member.depth = successor.depth + 1
+
+
+def _successor_failed(item: ParsedLine, successor_line: int) -> str:
+    return f"its successor {item.successor_key!r} (line {successor_line}) failed"
+
+
+# --- import ----------------------------------------------------------------------
+
+
+def read_lines(
+    lines: Iterable[bytes | str], *, now: datetime, on_line: Callable[[int], None] | None = None
+) -> tuple[list[ParsedLine], list[LineError]]:
+    """Parse every line; blank lines are skipped. ``on_line`` gets each line's size."""
+    parsed: list[ParsedLine] = []
+    errors: list[LineError] = []
+    failed_keys: dict[int | str, int] = {}
+    for number, raw in enumerate(lines, start=1):
+        if on_line is not None:
+            on_line(len(raw))
+        try:
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError:
+            errors.append(LineError(number, "not valid UTF-8"))
+            continue
+        if number == 1:
+            text = text.removeprefix("\ufeff")
+        if not text.strip():
+            continue
+        try:
+            key, successor_key, fields = parse_line(text, now=now)
+        except BadLine as error:
+            errors.append(LineError(number, str(error)))
+            key = _key_of_bad_line(text)
+            if key is not None:
+                failed_keys.setdefault(key, number)
+            continue
+        parsed.append(ParsedLine(number, key, successor_key, fields))
+    resolve_chains(parsed, failed_keys)
+    errors.extend(LineError(item.line, item.error) for item in parsed if item.error)
+    errors.sort(key=lambda error: error.line)
+    return parsed, errors
+
+
+def _key_of_bad_line(text: str) -> int | str | None:
+    """The id of a line that failed, if it has one, to explain its predecessors' failure."""
+    try:
+        record = json.loads(text, parse_constant=_refuse_constant)
+    except (json.JSONDecodeError, BadLine):
+        return None
+    key = record.get("id") if isinstance(record, dict) else None
+    return key if isinstance(key, int | str) and not isinstance(key, bool) else None
+
+
+def import_memories(
+    lines: Iterable[bytes | str],
+    owner,
+    *,
+    source_name: str = "",
+    progress_total: int | None = None,
+    progress_file: IO[str] | None = None,
+) -> ImportResult:
+    """Import the good lines for ``owner`` in one transaction; report the bad ones.
+
+    ``progress_total`` (bytes) turns on progress bars, written to ``progress_file``
+    (stderr by default).
+    """
+    now = timezone.now()
+    show = progress_total is not None
+    out = progress_file or sys.stderr
+    with tqdm(
+        total=progress_total, unit="B", unit_scale=True, desc="Reading", disable=not show, file=out
+    ) as bar:
+        parsed, errors = read_lines(lines, now=now, on_line=bar.update)
+    good = [item for item in parsed if not item.error]
+    with tqdm(total=len(good), unit=" memories", desc="Writing", disable=not show, file=out) as bar:
+        _insert(good, owner, source_name=source_name, now=now, on_batch=bar.update)
+    return ImportResult(imported=len(good), errors=errors)
+
+
+def _insert(
+    good: list[ParsedLine],
+    owner,
+    *,
+    source_name: str,
+    now: datetime,
+    on_batch: Callable[[int], None],
+) -> None:
+    by_depth: dict[int, list[ParsedLine]] = {}
+    for item in good:
+        by_depth.setdefault(item.depth, []).append(item)
+    pk_of: dict[int | str, int] = {}
+    reason = f"imported from {source_name}" if source_name else "imported"
+    with transaction.atomic():
+        # Heads first: a superseded row can only be inserted once its successor exists.
+        for depth in sorted(by_depth):
+            level = by_depth[depth]
+            for start in range(0, len(level), BATCH_SIZE):
+                batch = level[start : start + BATCH_SIZE]
+                rows = Memory.objects.bulk_create(
+                    [
+                        Memory(
+                            owner=owner,
+                            superseded_by_id=pk_of[item.successor_key] if depth else None,
+                            **item.fields,
+                        )
+                        for item in batch
+                    ]
+                )
+                for item, row in zip(batch, rows, strict=True):
+                    if item.key is not None:
+                        pk_of[item.key] = row.pk
+                MemoryEvent.objects.bulk_create(
+                    [
+                        MemoryEvent(
+                            memory_id=row.pk,
+                            owner=owner,
+                            action=MemoryEvent.Action.IMPORTED,
+                            via="import",
+                            reason=reason,
+                            data={"line": item.line},
+                            at=now,
+                        )
+                        for item, row in zip(batch, rows, strict=True)
+                    ]
+                )
+                on_batch(len(batch))
+
+
+# --- export ----------------------------------------------------------------------
+
+
+def memory_record(memory: Memory) -> dict[str, Any]:
+    """One memory as an export line; ``id``/``superseded_by`` let import rebuild chains."""
+    return {
+        "id": memory.pk,
+        "content": memory.content,
+        "type": memory.type,
+        "status": memory.status,
+        "entities": list(memory.entity_refs),
+        "confidence": memory.confidence,
+        "created_at": _iso(memory.created_at),
+        "last_confirmed_at": _iso(memory.last_confirmed_at),
+        "last_retrieved_at": _iso(memory.last_retrieved_at),
+        "source": memory.source,
+        "session_id": memory.session_id,
+        "metadata": memory.metadata,
+        "embedding": _vector(memory.embedding),
+        "superseded_by": memory.superseded_by_id,
+    }
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def _vector(embedding) -> list[float] | None:
+    if embedding is None:
+        return None
+    # Stored as float32: its shortest decimal form reads back to the same number.
+    return [float(str(value)) for value in embedding]
+
+
+def export_lines(owner) -> Iterator[str]:
+    """Every memory of ``owner``, oldest id first, one JSON line each (no newline)."""
+    memories = Memory.objects.for_owner(owner).order_by("id").iterator(chunk_size=BATCH_SIZE)
+    for memory in memories:
+        yield json.dumps(memory_record(memory), ensure_ascii=False)

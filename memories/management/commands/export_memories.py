@@ -1,0 +1,43 @@
+"""`export_memories --owner USERNAME [FILE]`: write an owner's memories as JSON Lines.
+
+Writes to stdout when no FILE is given. `import_memories` reads the result back,
+chains included. See docs/import-export.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from memories.io import export_lines
+
+
+class Command(BaseCommand):
+    help = "Export every memory of an owner as JSON Lines (to FILE, or stdout)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("file", nargs="?", help="Where to write; stdout if omitted.")
+        parser.add_argument("--owner", required=True, help="User name of the owner.")
+
+    def handle(self, *args, file: str | None, owner: str, **options) -> None:
+        User = get_user_model()
+        try:
+            owner_user = User.objects.get(**{User.USERNAME_FIELD: owner})
+        except User.DoesNotExist:
+            raise CommandError(f"There is no user {owner!r}.")
+
+        count = 0
+        if file is None:
+            for line in export_lines(owner_user):
+                self.stdout.write(line)
+                count += 1
+            # stdout carries the data; the summary goes to stderr.
+            self.stderr.write(f"Exported {count} memories of {owner}.")
+            return
+        with Path(file).open("w", encoding="utf-8") as out:
+            for line in export_lines(owner_user):
+                out.write(line + "\n")
+                count += 1
+        self.stdout.write(f"Exported {count} memories of {owner} to {file}.")
