@@ -162,6 +162,20 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
+    "EXCEPTION_HANDLER": "memories.errors.api_exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["memories.throttling.TokenRateThrottle"],
+}
+
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # The per-token rate limit is counted in PostgreSQL so that every worker
+    # process shares one count (`manage.py createcachetable` creates the table;
+    # the throttle also creates it on first use).
+    "rate_limit": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "timothy_rate_limit",
+        "OPTIONS": {"MAX_ENTRIES": 100_000},
+    },
 }
 
 SPECTACULAR_SETTINGS = {
@@ -173,6 +187,15 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # One named enum per choice set, so the schema reads well and generates cleanly.
+    "ENUM_NAME_OVERRIDES": {
+        "MemoryTypeEnum": "memories.models.MemoryType",
+        "MemoryStatusEnum": "memories.models.MemoryStatus",
+        "MemorySourceEnum": "memories.models.MemorySource",
+        "StatusFilterEnum": "memories.serializers.STATUS_FILTER_CHOICES",
+        "LegStatusEnum": "memories.serializers.LEG_STATUSES",
+        "PipelineEnum": "retrieval.constants.PIPELINES",
+    },
 }
 
 # Longest memory content accepted, in characters.

@@ -10,3 +10,8 @@ urlpatterns = [
     # The owner's pages (memories/page_urls.py).
     path("", include("memories.page_urls")),
 ]
+
+# JSON errors on API paths (/v1/, /internal/, /api/), Django's pages elsewhere.
+handler400 = "memories.errors.bad_request"
+handler404 = "memories.errors.not_found"
+handler500 = "memories.errors.server_error"

@@ -1,0 +1,501 @@
+"""The public API: exactly five memory routes, thin views over the model methods
+and the one recall entry point.
+
+    GET  /v1/memories                list, filter, paginate (newest first)
+    POST /v1/memories                create (remember: active; propose: staged)
+    POST /v1/memories/{id}           confirm | reject | reconfirm | archive | supersede
+    GET  /v1/memories/{id}/chain     the supersede chain, oldest first, with events
+    POST /v1/memories/search         retrieval: memories plus the fenced block
+
+Every query is scoped to the token's owner; another owner's id is a 404, the
+same as an id that does not exist.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import BooleanField, Q
+from django.db.models.expressions import RawSQL
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memories.errors import ApiError, PayloadTooLarge
+from memories.idempotency import HEADER as IDEMPOTENCY_HEADER
+from memories.idempotency import MAX_KEY_CHARS, run_idempotently
+from memories.models import Memory, MemoryEvent
+from memories.serializers import (
+    ALL_STATUSES,
+    ChainSerializer,
+    ErrorSerializer,
+    MemoryActionSerializer,
+    MemoryCreateSerializer,
+    MemoryListQuerySerializer,
+    MemoryPageSerializer,
+    MemorySerializer,
+    SearchResultSerializer,
+    SearchSerializer,
+)
+from retrieval.results import RecallFailed
+from retrieval.serialize import memory_to_dict
+
+# Ids are PostgreSQL bigints; anything larger cannot exist.
+MAX_MEMORY_ID = 2**63 - 1
+# An over-limit body up to this many times the limit is read and dropped before
+# the 413, so that the client, still sending, gets the answer instead of a reset.
+DRAIN_FACTOR = 4
+DRAIN_CHUNK = 64 * 1024
+
+
+# --- plumbing shared with the internal surface -------------------------------------
+
+
+class LimitedJSONParser(JSONParser):
+    """JSON only, strict (no NaN/Infinity), and never more than MAX_BODY_BYTES."""
+
+    def parse(self, stream, media_type=None, parser_context=None) -> Any:
+        limit = settings.MAX_BODY_BYTES
+        raw = stream.read(limit + 1)
+        if len(raw) > limit:
+            raise PayloadTooLarge(limit)
+        try:
+            return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ParseError(f"The body is not valid JSON: {exc}")
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def check_body_size(request: Request) -> None:
+    """413 before any parsing when the declared body is over the limit."""
+    limit = settings.MAX_BODY_BYTES
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > limit:
+        if length <= limit * DRAIN_FACTOR:
+            while request._request.read(DRAIN_CHUNK):
+                pass
+        raise PayloadTooLarge(limit)
+
+
+class ApiView(APIView):
+    """Base of every API view: JSON in and out, body limit, no OPTIONS metadata."""
+
+    parser_classes = [LimitedJSONParser]
+    http_method_names = ["get", "post", "head"]
+    metadata_class = None
+
+    def initial(self, request: Request, *args, **kwargs) -> None:
+        check_body_size(request)
+        super().initial(request, *args, **kwargs)
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    target_class = "memories.auth.BearerTokenAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema) -> dict:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API token (tm_...) made on the Tokens page or with "
+            "`manage.py createtoken`.",
+        }
+
+
+def run_recall(owner, params: dict) -> Response:
+    """The search answer for validated search parameters (public and internal)."""
+    from retrieval.recall import recall
+
+    try:
+        result = recall(
+            owner,
+            params["query"],
+            pipeline=params.get("pipeline"),
+            token_budget=params.get("token_budget"),
+            types=params.get("types"),
+            as_of=params.get("as_of"),
+            explain=params.get("explain", False),
+            session_id=params.get("session_id", ""),
+        )
+    except RecallFailed as exc:
+        raise ApiError(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            "retrieval_unavailable",
+            str(exc) or "Every retrieval leg failed.",
+            {"legs": {name: report.to_dict() for name, report in exc.legs.items()}},
+        )
+    except ValueError as exc:
+        raise ApiError(status.HTTP_400_BAD_REQUEST, "invalid_request", str(exc))
+    return Response(result.to_dict())
+
+
+# --- reading helpers ---------------------------------------------------------------------
+
+
+def owned_memory(owner, memory_id: int) -> Memory:
+    memory = None
+    if 0 < memory_id <= MAX_MEMORY_ID:
+        memory = Memory.objects.for_owner(owner).filter(pk=memory_id).first()
+    if memory is None:
+        # The same answer for "no such id" and "someone else's id".
+        raise ApiError(status.HTTP_404_NOT_FOUND, "not_found", f"No memory {memory_id}.")
+    return memory
+
+
+def encode_cursor(memory: Memory) -> str:
+    raw = f"{memory.created_at.isoformat()}|{memory.pk}"
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        created_at, _, memory_id = base64.urlsafe_b64decode(padded).decode().partition("|")
+        moment = datetime.fromisoformat(created_at)
+        if moment.tzinfo is None:
+            raise ValueError("naive")
+        return moment, int(memory_id)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise ApiError(
+            status.HTTP_400_BAD_REQUEST,
+            "invalid_cursor",
+            "cursor must be the next_cursor of a previous page.",
+        )
+
+
+def list_memories(
+    owner,
+    *,
+    status: str,
+    limit: int,
+    type: str | None = None,
+    entity: str | None = None,
+    q: str | None = None,
+    session_id: str | None = None,
+    cursor: str | None = None,
+) -> tuple[list[Memory], str | None]:
+    """One page of the owner's memories, newest first, and the next page's cursor."""
+    memories = Memory.objects.for_owner(owner)
+    if status != ALL_STATUSES:
+        memories = memories.filter(status=status)
+    if type:
+        memories = memories.filter(type=type)
+    if session_id is not None:
+        memories = memories.filter(session_id=session_id)
+    if entity:
+        memories = memories.filter(
+            RawSQL(
+                "EXISTS (SELECT 1 FROM unnest(entity_refs) AS name WHERE lower(name) = lower(%s))",
+                [entity],
+                output_field=BooleanField(),
+            )
+        )
+    if q:
+        memories = memories.filter(tsv=SearchQuery(q, config="english", search_type="websearch"))
+    if cursor:
+        created_at, memory_id = decode_cursor(cursor)
+        memories = memories.filter(
+            Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=memory_id)
+        )
+    rows = list(memories.order_by("-created_at", "-id")[: limit + 1])
+    next_cursor = encode_cursor(rows[limit - 1]) if len(rows) > limit else None
+    return rows[:limit], next_cursor
+
+
+def event_to_dict(event: MemoryEvent) -> dict[str, Any]:
+    return {
+        "action": event.action,
+        "at": event.at.isoformat(),
+        "actor": event.actor.get_username() if event.actor_id else None,
+        "via": event.via,
+        "reason": event.reason,
+        "data": event.data,
+    }
+
+
+def chain_to_dict(owner, memory: Memory) -> dict[str, Any]:
+    versions = [v for v in Memory.objects.chain(memory) if v.owner_id == owner.pk]
+    events: dict[int, list[dict]] = defaultdict(list)
+    for event in (
+        MemoryEvent.objects.filter(owner=owner, memory__in=versions)
+        .select_related("actor")
+        .order_by("at", "id")
+    ):
+        events[event.memory_id].append(event_to_dict(event))
+    return {
+        "head_id": memory.head_id(),
+        "memories": [memory_to_dict(v) | {"events": events[v.pk]} for v in versions],
+    }
+
+
+# --- schema helpers ----------------------------------------------------------------------
+
+ERROR_DESCRIPTIONS = {
+    400: "Bad body or parameters: malformed JSON, wrong types, unknown fields, empty or "
+    "over-long content, NUL bytes, unknown type or action.",
+    401: "No token, a malformed Authorization header, or an unknown or revoked token.",
+    404: "No such memory for this owner (another owner's id looks the same).",
+    409: "The memory's status does not allow this action; details carry the current "
+    "status and, for a superseded memory, the head's id.",
+    413: "The body is larger than the limit.",
+    415: "The body is not application/json.",
+    422: "The Idempotency-Key was already used for a different request.",
+    429: "Over the per-token rate limit; Retry-After says when to try again.",
+    503: "The database (or, for search, every retrieval leg) is unavailable.",
+}
+
+ERROR_EXAMPLES = {
+    400: {"code": "invalid_request", "message": "content: This field is required."},
+    401: {"code": "unauthorized", "message": "The token is unknown or has been revoked."},
+    404: {"code": "not_found", "message": "No memory 42."},
+    409: {
+        "code": "illegal_transition",
+        "message": "Cannot confirm memory 42: it is superseded; the head of its chain is "
+        "memory 57.",
+        "details": {"id": 42, "action": "confirm", "status": "superseded", "head_id": 57},
+    },
+    413: {"code": "payload_too_large", "message": "The request body is larger than the limit."},
+    415: {"code": "unsupported_media_type", "message": 'Unsupported media type "text/plain".'},
+    422: {"code": "idempotency_key_reused", "message": "This Idempotency-Key was already used."},
+    429: {"code": "rate_limited", "message": "Too many requests for this token."},
+    503: {"code": "database_unavailable", "message": "The database is unavailable."},
+}
+
+
+def errors(*codes: int) -> dict[int, OpenApiResponse]:
+    return {
+        code: OpenApiResponse(
+            ErrorSerializer,
+            description=ERROR_DESCRIPTIONS[code],
+            examples=[OpenApiExample(f"error {code}", value={"error": ERROR_EXAMPLES[code]})],
+        )
+        for code in codes
+    }
+
+
+IDEMPOTENCY_PARAMETER = OpenApiParameter(
+    IDEMPOTENCY_HEADER,
+    {"type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS, "pattern": "^[!-~]+$"},
+    location=OpenApiParameter.HEADER,
+    description="Retrying with the same key returns the first answer instead of writing "
+    "twice (header Idempotent-Replayed: true).",
+)
+
+MEMORY_EXAMPLE = {
+    "id": 42,
+    "type": "preference",
+    "content": "Prefers an aisle seat on long-haul flights.",
+    "status": "active",
+    "entities": ["flights"],
+    "confidence": 1.0,
+    "source": "remember",
+    "session_id": "chat-2024-05-01",
+    "created_at": "2026-05-01T09:30:00+00:00",
+    "last_confirmed_at": "2026-05-01T09:30:00+00:00",
+    "last_retrieved_at": None,
+    "superseded_by": None,
+}
+
+MEMORY_ID_PARAMETER = OpenApiParameter(
+    "memory_id", OpenApiTypes.INT64, location=OpenApiParameter.PATH
+)
+
+
+# --- the five routes ---------------------------------------------------------------------
+
+
+class MemoryCollectionView(ApiView):
+    @extend_schema(
+        operation_id="list_memories",
+        summary="List memories",
+        description="The owner's memories, newest first, one page at a time "
+        "(follow next_cursor). status defaults to active; 'all' lists every status.",
+        parameters=[MemoryListQuerySerializer],
+        responses={200: MemoryPageSerializer, **errors(400, 401, 429, 503)},
+        examples=[
+            OpenApiExample(
+                "a page",
+                value={"memories": [MEMORY_EXAMPLE], "next_cursor": None},
+                response_only=True,
+            )
+        ],
+    )
+    def get(self, request: Request) -> Response:
+        query = MemoryListQuerySerializer(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        page, next_cursor = list_memories(request.user, **query.validated_data)
+        return Response({"memories": [memory_to_dict(m) for m in page], "next_cursor": next_cursor})
+
+    @extend_schema(
+        operation_id="create_memory",
+        summary="Create a memory",
+        description="mode remember: the owner's explicit fact, active at once with "
+        "confidence 1 and source remember. mode propose: staged for the owner's "
+        "confirmation queue.",
+        request=MemoryCreateSerializer,
+        parameters=[IDEMPOTENCY_PARAMETER],
+        responses={201: MemorySerializer, **errors(400, 401, 413, 415, 422, 429, 503)},
+        examples=[
+            OpenApiExample(
+                "remember",
+                value={
+                    "content": "Prefers an aisle seat on long-haul flights.",
+                    "type": "preference",
+                    "entities": ["flights"],
+                    "mode": "remember",
+                },
+                request_only=True,
+            ),
+            OpenApiExample(
+                "propose",
+                value={
+                    "content": "Is training for the Berlin marathon.",
+                    "type": "episodic",
+                    "entities": ["Berlin marathon"],
+                    "confidence": 0.7,
+                    "session_id": "chat-2024-05-01",
+                    "mode": "propose",
+                },
+                request_only=True,
+            ),
+            OpenApiExample("created", value=MEMORY_EXAMPLE, response_only=True),
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        body = MemoryCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return run_idempotently(request, lambda: self._create(request.user, body.validated_data))
+
+    @staticmethod
+    def _create(owner, data: dict) -> Response:
+        fields = {
+            "entities": data.get("entities", ()),
+            "session_id": data.get("session_id", ""),
+            "actor": owner,
+            "via": "api",
+        }
+        if data["mode"] == MemoryCreateSerializer.Mode.REMEMBER:
+            memory = Memory.remember(owner, data["content"], data["type"], **fields)
+        else:
+            if "confidence" in data:
+                fields["confidence"] = data["confidence"]
+            memory = Memory.propose(owner, data["content"], data["type"], **fields)
+        return Response(memory_to_dict(memory), status=status.HTTP_201_CREATED)
+
+
+class MemoryDetailView(ApiView):
+    @extend_schema(
+        operation_id="act_on_memory",
+        summary="Confirm, reject, reconfirm, archive or supersede a memory",
+        description="confirm / reject a proposed memory; reconfirm (reset its decay) or "
+        "archive an active one; supersede an active or proposed one with a new version "
+        "(content, optionally type and entities), answered 201 with the new head.",
+        parameters=[MEMORY_ID_PARAMETER, IDEMPOTENCY_PARAMETER],
+        request=MemoryActionSerializer,
+        responses={
+            200: OpenApiResponse(MemorySerializer, description="The memory after the action."),
+            201: OpenApiResponse(MemorySerializer, description="supersede: the new head."),
+            **errors(400, 401, 404, 409, 413, 415, 422, 429, 503),
+        },
+        examples=[
+            OpenApiExample("confirm", value={"action": "confirm"}, request_only=True),
+            OpenApiExample(
+                "supersede",
+                value={
+                    "action": "supersede",
+                    "content": "Prefers a window seat on long-haul flights.",
+                    "reason": "changed her mind",
+                },
+                request_only=True,
+            ),
+        ],
+    )
+    def post(self, request: Request, memory_id: int) -> Response:
+        memory = owned_memory(request.user, memory_id)
+        body = MemoryActionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return run_idempotently(request, self._action(request.user, memory, body.validated_data))
+
+    @staticmethod
+    def _action(owner, memory: Memory, data: dict) -> Callable[[], Response]:
+        context = {"actor": owner, "via": "api", "reason": data.get("reason", "")}
+        if data["action"] == "supersede":
+
+            def supersede() -> Response:
+                new = memory.supersede(
+                    data["content"],
+                    type=data.get("type"),
+                    entities=data.get("entities"),
+                    confidence=data.get("confidence"),
+                    **context,
+                )
+                return Response(memory_to_dict(new), status=status.HTTP_201_CREATED)
+
+            return supersede
+
+        def change() -> Response:
+            getattr(memory, data["action"])(**context)
+            return Response(memory_to_dict(memory))
+
+        return change
+
+
+class MemoryChainView(ApiView):
+    @extend_schema(
+        operation_id="memory_chain",
+        summary="The supersede chain of a memory",
+        description="Every version in the memory's chain, oldest first, from any member, "
+        "each with its events (who, when, via what, why).",
+        parameters=[MEMORY_ID_PARAMETER],
+        responses={200: ChainSerializer, **errors(401, 404, 429, 503)},
+    )
+    def get(self, request: Request, memory_id: int) -> Response:
+        memory = owned_memory(request.user, memory_id)
+        return Response(chain_to_dict(request.user, memory))
+
+
+class MemorySearchView(ApiView):
+    @extend_schema(
+        operation_id="search_memories",
+        summary="Retrieve memories for a message",
+        description="Runs the retrieval pipeline over the owner's active memories and "
+        "returns the packed memories (best first) and the fenced block to append after "
+        "the system prompt's stable prefix, within token_budget tokens.",
+        request=SearchSerializer,
+        responses={200: SearchResultSerializer, **errors(400, 401, 413, 415, 429, 503)},
+        examples=[
+            OpenApiExample(
+                "search",
+                value={
+                    "query": "Which seat do I like on long flights?",
+                    "token_budget": 512,
+                    "pipeline": "fusion",
+                },
+                request_only=True,
+            )
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        body = SearchSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return run_recall(request.user, body.validated_data)

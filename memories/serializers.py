@@ -1,0 +1,354 @@
+"""Request validation and response shapes of the API.
+
+Request serializers are strict: unknown fields, wrong JSON types (a number
+where a string belongs, "true" where a boolean belongs), NUL bytes, lone
+surrogates and over-long values are 400s, never coerced. Response serializers
+only document the shapes for the OpenAPI schema; the bodies themselves come
+from ``retrieval.serialize`` so that a memory has one JSON shape everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from rest_framework import serializers
+
+from memories.models import Memory, MemoryEvent
+from retrieval.constants import PIPELINES
+
+# Limits on what a client may send (beyond settings.MAX_CONTENT_CHARS).
+MAX_ENTITIES = 50
+MAX_ENTITY_CHARS = 200
+MAX_SESSION_ID_CHARS = 200
+MAX_REASON_CHARS = 1000
+MAX_FILTER_CHARS = 500
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 200
+
+ALL_STATUSES = "all"
+STATUS_FILTER_CHOICES = [*Memory.Status.values, ALL_STATUSES]
+LEG_STATUSES = ["ok", "skipped", "failed", "timeout"]
+
+
+# --- strict fields -------------------------------------------------------------
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string and nothing else (DRF would turn 12 into "12")."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictChoiceField(serializers.ChoiceField):
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid_choice", input=data)
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        if isinstance(data, float) and not math.isfinite(data):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictDateTimeField(serializers.DateTimeField):
+    def to_internal_value(self, data: Any):
+        if not isinstance(data, str):
+            self.fail("invalid", format="an ISO 8601 date-time string")
+        try:
+            return super().to_internal_value(data)
+        except (OverflowError, OSError):
+            # A date at the edge of the calendar that cannot move to UTC.
+            self.fail("invalid", format="an ISO 8601 date-time string")
+
+
+class StrictSerializer(serializers.Serializer):
+    """Rejects fields it does not know, so a typo is an error, not a silent default."""
+
+    def to_internal_value(self, data: Any) -> dict:
+        if isinstance(data, Mapping):
+            unknown = sorted(str(key) for key in data if key not in self.fields)
+            if unknown:
+                raise serializers.ValidationError(
+                    {key: ["Unknown field."] for key in unknown}, code="unknown_field"
+                )
+        return super().to_internal_value(data)
+
+
+def _type_field(**kwargs) -> StrictChoiceField:
+    return StrictChoiceField(choices=Memory.Type.choices, **kwargs)
+
+
+def _entities_field(**kwargs) -> serializers.ListField:
+    kwargs.setdefault("help_text", "Names of people, places and things the memory is about.")
+    return serializers.ListField(
+        child=StrictCharField(max_length=MAX_ENTITY_CHARS), max_length=MAX_ENTITIES, **kwargs
+    )
+
+
+def _content_field(**kwargs) -> StrictCharField:
+    kwargs.setdefault(
+        "help_text",
+        "The memory itself, one fact in plain words "
+        f"(at most {settings.MAX_CONTENT_CHARS} characters).",
+    )
+    return StrictCharField(max_length=settings.MAX_CONTENT_CHARS, **kwargs)
+
+
+def _check_content_length(value: str) -> str:
+    # The limit is a setting: read it per request, not once at import.
+    limit = settings.MAX_CONTENT_CHARS
+    if len(value) > limit:
+        raise serializers.ValidationError(
+            f"Ensure this field has no more than {limit} characters.", code="max_length"
+        )
+    return value
+
+
+# --- requests --------------------------------------------------------------------
+
+
+class MemoryCreateSerializer(StrictSerializer):
+    class Mode:
+        REMEMBER = "remember"
+        PROPOSE = "propose"
+
+    content = _content_field()
+    type = _type_field(help_text="semantic (a fact), preference, episodic (an event), reflection.")
+    mode = StrictChoiceField(
+        choices=[Mode.REMEMBER, Mode.PROPOSE],
+        help_text="remember: the owner's explicit fact, active at once with confidence 1. "
+        "propose: staged in the owner's confirmation queue.",
+    )
+    entities = _entities_field(required=False)
+    confidence = StrictFloatField(
+        required=False,
+        min_value=0.0,
+        max_value=1.0,
+        help_text="Only with mode propose (default 0.5); a remembered fact is always 1.",
+    )
+    session_id = StrictCharField(required=False, allow_blank=True, max_length=MAX_SESSION_ID_CHARS)
+
+    def validate_content(self, value: str) -> str:
+        return _check_content_length(value)
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs["mode"] == self.Mode.REMEMBER and "confidence" in attrs:
+            raise serializers.ValidationError(
+                {"confidence": ["Only with mode propose: a remembered fact has confidence 1."]}
+            )
+        return attrs
+
+
+class MemoryActionSerializer(StrictSerializer):
+    ACTIONS = ("confirm", "reject", "reconfirm", "archive", "supersede")
+    # Fields that describe the new version, so only a supersede may carry them.
+    VERSION_FIELDS = ("content", "type", "entities", "confidence")
+
+    action = StrictChoiceField(
+        choices=ACTIONS,
+        help_text="confirm / reject a proposal; reconfirm / archive an active memory; "
+        "supersede it with a new version (needs content).",
+    )
+    reason = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=MAX_REASON_CHARS,
+        help_text="Why, for the memory's history.",
+    )
+    content = _content_field(required=False, help_text="supersede only: the new version's text.")
+    type = _type_field(required=False, help_text="supersede only: the new version's type.")
+    entities = _entities_field(required=False)
+    confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
+
+    def validate_content(self, value: str) -> str:
+        return _check_content_length(value)
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs["action"] == "supersede":
+            if "content" not in attrs:
+                raise serializers.ValidationError({"content": ["A supersede needs content."]})
+        else:
+            extra = [name for name in self.VERSION_FIELDS if name in attrs]
+            if extra:
+                raise serializers.ValidationError(
+                    {name: [f"Only a supersede takes {name}."] for name in extra}
+                )
+        return attrs
+
+
+class MemoryListQuerySerializer(StrictSerializer):
+    status = serializers.ChoiceField(
+        choices=STATUS_FILTER_CHOICES,
+        default=Memory.Status.ACTIVE,
+        help_text="Default active; 'all' for every status.",
+    )
+    type = serializers.ChoiceField(choices=Memory.Type.choices, required=False)
+    entity = serializers.CharField(
+        required=False, max_length=MAX_ENTITY_CHARS, help_text="Case-insensitive, exact name."
+    )
+    q = serializers.CharField(
+        required=False, max_length=MAX_FILTER_CHARS, help_text="Full-text search over content."
+    )
+    session_id = serializers.CharField(required=False, max_length=MAX_SESSION_ID_CHARS)
+    cursor = serializers.CharField(
+        required=False, max_length=MAX_FILTER_CHARS, help_text="next_cursor of the previous page."
+    )
+    limit = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_PAGE_SIZE, default=DEFAULT_PAGE_SIZE
+    )
+
+
+class SearchSerializer(StrictSerializer):
+    query = StrictCharField(
+        max_length=settings.MAX_CONTENT_CHARS, help_text="The user's message, or any question."
+    )
+    session_id = StrictCharField(required=False, allow_blank=True, max_length=MAX_SESSION_ID_CHARS)
+    token_budget = StrictIntegerField(
+        required=False,
+        min_value=1,
+        max_value=settings.MAX_TOKEN_BUDGET,
+        help_text=f"Tokens the whole block may use (default {settings.DEFAULT_TOKEN_BUDGET}).",
+    )
+    pipeline = StrictChoiceField(
+        choices=PIPELINES,
+        required=False,
+        help_text=f"Default {settings.DEFAULT_PIPELINE}.",
+    )
+    types = serializers.ListField(
+        child=_type_field(), required=False, allow_empty=False, max_length=len(Memory.Type.values)
+    )
+    as_of = StrictDateTimeField(
+        required=False, help_text="Search as if it were this moment (default now)."
+    )
+    explain = StrictBooleanField(
+        required=False, help_text="Also return the candidates that were cut, and why."
+    )
+
+    def validate_query(self, value: str) -> str:
+        return _check_content_length(value)
+
+    def validate_token_budget(self, value: int) -> int:
+        if value > settings.MAX_TOKEN_BUDGET:
+            raise serializers.ValidationError(
+                f"Ensure this value is less than or equal to {settings.MAX_TOKEN_BUDGET}."
+            )
+        return value
+
+
+class InternalRetrieveSerializer(SearchSerializer):
+    owner = StrictCharField(max_length=150, help_text="Username of the owner to retrieve for.")
+
+
+# --- responses (schema only) -----------------------------------------------------
+
+
+class MemorySerializer(serializers.Serializer):
+    """The JSON shape of a memory (built by retrieval.serialize.memory_to_dict)."""
+
+    id = serializers.IntegerField()
+    type = serializers.ChoiceField(choices=Memory.Type.choices)
+    content = serializers.CharField()
+    status = serializers.ChoiceField(choices=Memory.Status.choices)
+    entities = serializers.ListField(child=serializers.CharField())
+    confidence = serializers.FloatField()
+    source = serializers.ChoiceField(choices=Memory.Source.choices)
+    session_id = serializers.CharField(allow_blank=True)
+    created_at = serializers.DateTimeField()
+    last_confirmed_at = serializers.DateTimeField(allow_null=True)
+    last_retrieved_at = serializers.DateTimeField(allow_null=True)
+    superseded_by = serializers.IntegerField(
+        allow_null=True, help_text="The memory that replaced this one."
+    )
+
+
+class MemoryPageSerializer(serializers.Serializer):
+    memories = MemorySerializer(many=True)
+    next_cursor = serializers.CharField(
+        allow_null=True, help_text="Pass as ?cursor= for the next page; null on the last."
+    )
+
+
+class EventSerializer(serializers.Serializer):
+    action = serializers.ChoiceField(choices=MemoryEvent.Action.choices)
+    at = serializers.DateTimeField()
+    actor = serializers.CharField(allow_null=True, help_text="Username, or null for the system.")
+    via = serializers.CharField(help_text="api, page, admin, command, extraction, ...")
+    reason = serializers.CharField(allow_blank=True)
+    data = serializers.DictField()
+
+
+class ChainMemorySerializer(MemorySerializer):
+    events = EventSerializer(many=True, help_text="Who did what to this version, when, why.")
+
+
+class ChainSerializer(serializers.Serializer):
+    head_id = serializers.IntegerField()
+    memories = ChainMemorySerializer(many=True, help_text="Every version, oldest first.")
+
+
+class ScoredMemorySerializer(MemorySerializer):
+    score = serializers.FloatField()
+    score_parts = serializers.DictField(help_text="How the score was made.")
+    tokens = serializers.IntegerField(help_text="Tokens of this memory's line in the block.")
+    position = serializers.IntegerField(
+        allow_null=True, help_text="Line in the block (serial-position order)."
+    )
+    cut_reason = serializers.ChoiceField(choices=["below_min_score", "over_budget"], required=False)
+
+
+class LegReportSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=LEG_STATUSES)
+    ms = serializers.FloatField()
+    count = serializers.IntegerField()
+    error = serializers.CharField(required=False)
+
+
+class SearchResultSerializer(serializers.Serializer):
+    pipeline = serializers.ChoiceField(choices=PIPELINES)
+    as_of = serializers.DateTimeField()
+    memories = ScoredMemorySerializer(many=True, help_text="Packed memories, best first.")
+    block = serializers.CharField(
+        allow_blank=True, help_text="The fenced block to append to the system prompt."
+    )
+    block_tokens = serializers.IntegerField()
+    token_budget = serializers.IntegerField()
+    legs = serializers.DictField(child=LegReportSerializer())
+    ms = serializers.FloatField()
+    cut = ScoredMemorySerializer(
+        many=True, required=False, help_text="explain only: candidates left out."
+    )
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    details = serializers.JSONField(required=False)
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = ErrorDetailSerializer()
