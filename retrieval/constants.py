@@ -50,3 +50,20 @@ TYPE_PROFILES: dict[str, TypeProfile] = {
 
 PIPELINES = ("fusion", "freshness")
 LEGS = ("vector", "text", "entity")
+
+# Vector leg. Owners with at most this many embedded active memories are searched
+# exactly (a sequential scan of their rows beats walking a graph shared by every
+# owner); bigger owners go through the HNSW index with pgvector's iterative scan,
+# which keeps walking until enough of *this owner's* active rows turn up.
+VECTOR_EXACT_SCAN_MAX_ROWS = 2000
+# Candidate list of the HNSW walk: at least twice LEG_LIMIT keeps recall high.
+HNSW_EF_SEARCH = 100
+# How far an iterative scan may walk before giving up (then: exact scan).
+HNSW_MAX_SCAN_TUPLES = 20000
+
+# Entity leg: the longest entity name, in characters, that is looked for in a
+# query (every word-bounded stretch of the query up to this long is a candidate).
+ENTITY_MAX_CHARS = 64
+
+# Threads that run legs; shared by concurrent recalls in one process.
+LEG_WORKERS = 8

@@ -1,0 +1,425 @@
+"""The three legs of the fusion pipeline and the runner that runs them at once.
+
+A leg is a function ``(cursor, request) -> memory ids, best first`` over the
+owner's active memories as they stood at ``request.as_of``. The runner looks
+each one up in ``LEG_FUNCTIONS`` on every call (so a test can put a failing
+function in its place), runs it in its own transaction with a statement
+timeout, and turns whatever happened into a ``LegReport``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TypeVar
+
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections, connection, transaction
+
+from memories.models import Memory
+from retrieval.constants import (
+    ENTITY_MAX_CHARS,
+    HNSW_EF_SEARCH,
+    HNSW_MAX_SCAN_TUPLES,
+    LEG_LIMIT,
+    LEG_WORKERS,
+    VECTOR_EXACT_SCAN_MAX_ROWS,
+)
+from retrieval.lexemes import clean_query, or_tsquery, query_lexemes
+from retrieval.results import LegReport
+
+logger = logging.getLogger(__name__)
+
+MEMORY_TABLE = Memory._meta.db_table
+T = TypeVar("T")
+QUERY_CANCELED = "57014"
+# How long past its own timeout the runner waits for a leg: the database cancels
+# the statement at the timeout, this only covers getting the answer back.
+WAIT_GRACE_SECONDS = 0.25
+
+
+class LegSkipped(Exception):
+    """The leg has nothing to search with (no embedding provider, no stored vectors)."""
+
+
+@dataclass(frozen=True)
+class LegRequest:
+    owner_id: int
+    query: str
+    as_of: datetime
+    types: tuple[str, ...] | None = None
+    limit: int = LEG_LIMIT
+    query_embedding: tuple[float, ...] | None = None
+    # Embeds the query when no embedding was given: an EmbeddingProvider.
+    embedder: object | None = None
+    timeout: float = 3.0
+
+
+def _filters(request: LegRequest, *, with_types: bool = True) -> tuple[str, dict]:
+    """WHERE conditions every leg shares: owner, active, existing at as_of, type."""
+    # status is a literal so the planner can use the indexes built on active rows.
+    sql = "m.owner_id = %(owner_id)s AND m.status = 'active' AND m.created_at <= %(as_of)s"
+    params: dict = {"owner_id": request.owner_id, "as_of": request.as_of, "limit": request.limit}
+    if request.types:
+        params["types"] = list(request.types)
+        if with_types:
+            sql += " AND m.type = ANY(%(types)s)"
+    return sql, params
+
+
+# The moment a memory counts from at as_of: its last confirmation, unless that
+# happened after as_of (a replay must not see the future), else its creation.
+REFERENCE_TIME_SQL = (
+    "CASE WHEN m.last_confirmed_at <= %(as_of)s THEN m.last_confirmed_at ELSE m.created_at END"
+)
+
+
+@contextmanager
+def local_settings(cursor, values: dict[str, str]) -> Iterator[None]:
+    """Set run-time parameters for the current transaction and put them back after.
+
+    Inside a worker the transaction ends with the leg anyway; inline (inside the
+    caller's transaction) the old values must come back. On an error the
+    savepoint's rollback restores them by itself.
+    """
+    names = list(values)
+    cursor.execute(
+        "SELECT " + ", ".join("current_setting(%s, true)" for _ in names),
+        names,
+    )
+    previous = cursor.fetchone()
+    _set_local(cursor, values)
+    yield
+    _set_local(cursor, {name: old or "" for name, old in zip(names, previous, strict=True)})
+
+
+def _set_local(cursor, values: dict[str, str]) -> None:
+    params: list[str] = []
+    for name, value in values.items():
+        params += [name, value]
+    cursor.execute(
+        "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in values),
+        params,
+    )
+
+
+# --- text -----------------------------------------------------------------------
+
+
+def text_leg(cursor, request: LegRequest) -> list[int]:
+    """Memories sharing any English lexeme with the query, by ``ts_rank``."""
+    lexemes = query_lexemes(cursor, request.query)
+    if not lexemes:
+        return []
+    where, params = _filters(request)
+    params["tsquery"] = or_tsquery(lexemes)
+    cursor.execute(
+        f"""
+        SELECT m.id FROM {MEMORY_TABLE} m
+        WHERE {where} AND m.tsv @@ %(tsquery)s::tsquery
+        ORDER BY ts_rank(m.tsv, %(tsquery)s::tsquery) DESC, m.id DESC
+        LIMIT %(limit)s
+        """,
+        params,
+    )
+    return [row[0] for row in cursor.fetchall()]
+
+
+# --- entity ---------------------------------------------------------------------
+
+
+def entity_candidates(query: str, max_chars: int = ENTITY_MAX_CHARS) -> set[str]:
+    """Every stretch of the query that could be an entity named in it.
+
+    A stretch starts where a word (or a non-word character) begins with no word
+    character right before it, and ends with no word character right after it —
+    the boundaries of ``(?<!\\w)name(?!\\w)`` — so "Ann" is found in "Ann's" but
+    not in "annual". Whitespace runs count as one space, as in stored names.
+    """
+    text = " ".join(clean_query(query).split())
+    length = len(text)
+    is_word = [bool(_WORD_CHAR.match(char)) for char in text]
+    ends = [
+        end
+        for end in range(1, length + 1)
+        if text[end - 1] != " " and (end == length or not is_word[end])
+    ]
+    candidates: set[str] = set()
+    end_index = 0
+    for start in range(length):
+        if text[start] == " " or (start > 0 and is_word[start - 1]):
+            continue
+        while end_index < len(ends) and ends[end_index] <= start:
+            end_index += 1
+        for end in ends[end_index:]:
+            if end - start > max_chars:
+                break
+            candidates.add(text[start:end])
+    return candidates
+
+
+_WORD_CHAR = re.compile(r"\w")
+
+
+def entity_leg(cursor, request: LegRequest) -> list[int]:
+    """Memories naming an entity that the query names literally.
+
+    Ranked by how many of the query's entities they name, then by how rare the
+    rarest of those is among the owner's active memories, then by recency.
+    """
+    candidates = entity_candidates(request.query)
+    if not candidates:
+        return []
+    # Lower-case with PostgreSQL's lower(), the same function the index uses.
+    cursor.execute(
+        "SELECT array_agg(DISTINCT %s::text || ':' || lower(c)) FROM unnest(%s::text[]) AS c",
+        [request.owner_id, sorted(candidates)],
+    )
+    keys = cursor.fetchone()[0]
+    # Rarity counts over all the owner's active memories; only the answer is filtered.
+    where, params = _filters(request, with_types=False)
+    params["keys"] = keys
+    type_filter = "WHERE h.type = ANY(%(types)s)" if request.types else ""
+    cursor.execute(
+        f"""
+        WITH hits AS (
+            SELECT m.id, m.type, {REFERENCE_TIME_SQL} AS reference_time, key
+            FROM {MEMORY_TABLE} m
+            CROSS JOIN LATERAL unnest(timothy_owner_entity_keys(m.owner_id, m.entity_refs)) AS key
+            WHERE {where}
+              AND timothy_owner_entity_keys(m.owner_id, m.entity_refs) && %(keys)s::text[]
+              AND key = ANY(%(keys)s::text[])
+        ),
+        rarity AS (SELECT key, count(*) AS memories FROM hits GROUP BY key)
+        SELECT h.id
+        FROM hits h JOIN rarity r USING (key)
+        {type_filter}
+        GROUP BY h.id
+        ORDER BY count(*) DESC, min(r.memories) ASC, max(h.reference_time) DESC, h.id DESC
+        LIMIT %(limit)s
+        """,
+        params,
+    )
+    return [row[0] for row in cursor.fetchall()]
+
+
+# --- vector ---------------------------------------------------------------------
+
+
+def vector_literal(embedding: Sequence[float]) -> str:
+    return "[" + ",".join(repr(float(value)) for value in embedding) + "]"
+
+
+def vector_leg(cursor, request: LegRequest) -> list[int]:
+    """Nearest memories by cosine distance to the query's embedding."""
+    embedding = request.query_embedding
+    if embedding is None:
+        if request.embedder is None:
+            raise LegSkipped("no embedding provider configured")
+        embedding = request.embedder.embed([request.query], timeout=request.timeout)[0]
+        if any(not math.isfinite(value) for value in embedding):
+            raise ValueError("the embedding provider returned a non-finite vector")
+    where, params = _filters(request)
+    params["embedding"] = vector_literal(embedding)
+    params["exact_max"] = VECTOR_EXACT_SCAN_MAX_ROWS
+    cursor.execute(
+        f"""
+        SELECT count(*) FROM (
+            SELECT 1 FROM {MEMORY_TABLE} m
+            WHERE {where} AND m.embedding IS NOT NULL
+            LIMIT %(exact_max)s + 1
+        ) AS owned
+        """,
+        params,
+    )
+    embedded = cursor.fetchone()[0]
+    if embedded == 0:
+        raise LegSkipped("no embeddings stored")
+    if embedded <= VECTOR_EXACT_SCAN_MAX_ROWS:
+        return _exact_nearest(cursor, where, params)
+    ids = _approximate_nearest(cursor, where, params)
+    if len(ids) < min(request.limit, embedded):
+        # The walk gave up before finding enough of this owner's rows.
+        ids = _exact_nearest(cursor, where, params)
+    return ids
+
+
+def _exact_nearest(cursor, where: str, params: dict) -> list[int]:
+    # MATERIALIZED keeps the planner off the HNSW index: every row is compared.
+    cursor.execute(
+        f"""
+        WITH owned AS MATERIALIZED (
+            SELECT m.id, m.embedding <=> %(embedding)s::vector AS distance
+            FROM {MEMORY_TABLE} m
+            WHERE {where} AND m.embedding IS NOT NULL
+        )
+        SELECT id FROM owned ORDER BY distance, id LIMIT %(limit)s
+        """,
+        params,
+    )
+    return [row[0] for row in cursor.fetchall()]
+
+
+def _approximate_nearest(cursor, where: str, params: dict) -> list[int]:
+    with local_settings(
+        cursor,
+        {
+            # Keep walking the graph until LIMIT rows pass the owner/status filter.
+            "hnsw.iterative_scan": "relaxed_order",
+            "hnsw.ef_search": str(HNSW_EF_SEARCH),
+            "hnsw.max_scan_tuples": str(HNSW_MAX_SCAN_TUPLES),
+        },
+    ):
+        # relaxed_order may return neighbours slightly out of order: sort them again.
+        cursor.execute(
+            f"""
+            WITH nearest AS MATERIALIZED (
+                SELECT m.id, m.embedding <=> %(embedding)s::vector AS distance
+                FROM {MEMORY_TABLE} m
+                WHERE {where}
+                ORDER BY m.embedding <=> %(embedding)s::vector
+                LIMIT %(limit)s
+            )
+            SELECT id FROM nearest ORDER BY distance, id
+            """,
+            params,
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+LegFunction = Callable[..., list[int]]
+
+LEG_FUNCTIONS: dict[str, LegFunction] = {
+    "vector": vector_leg,
+    "text": text_leg,
+    "entity": entity_leg,
+}
+
+
+# --- running --------------------------------------------------------------------
+
+
+def run_step(name: str, step: Callable[[object], T], timeout: float) -> tuple[LegReport, T | None]:
+    """Run ``step(cursor)`` on this thread's connection in its own (sub)transaction,
+    cancelled by the database after ``timeout`` seconds; report what happened."""
+    started = time.perf_counter()
+    report = LegReport(name=name, status="ok")
+    result: T | None = None
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            timeout_ms = str(max(1, int(timeout * 1000)))
+            with local_settings(cursor, {"statement_timeout": timeout_ms}):
+                result = step(cursor)
+    except LegSkipped as skipped:
+        report.status = "skipped"
+        report.error = str(skipped)
+    except DatabaseError as error:
+        cause = getattr(error, "__cause__", None)
+        if getattr(cause, "sqlstate", None) == QUERY_CANCELED:
+            report.status = "timeout"
+            report.error = f"cancelled after {timeout:g} s"
+        else:
+            report.status = "failed"
+            report.error = _describe(error)
+    except Exception as error:
+        report.status = "failed"
+        report.error = _describe(error)
+    report.ms = (time.perf_counter() - started) * 1000
+    if report.status in ("failed", "timeout"):
+        logger.warning("recall step %s %s: %s", name, report.status, report.error)
+    return report, result
+
+
+def run_leg(name: str, request: LegRequest) -> LegReport:
+    """Run one leg of ``LEG_FUNCTIONS`` on this thread's connection."""
+    report, ids = run_step(
+        name, lambda cursor: LEG_FUNCTIONS[name](cursor, request), request.timeout
+    )
+    if report.status == "ok":
+        report.ranked_ids = list(ids or [])[: request.limit]
+        report.count = len(report.ranked_ids)
+    return report
+
+
+def _describe(error: Exception) -> str:
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return f"{type(error).__name__}: {text}"[:300] if text else type(error).__name__
+
+
+def _keep_worker_connections() -> bool:
+    # A test run drops its database at the end, which an idle worker's
+    # connection would block; in service, workers keep theirs like any other
+    # persistent connection (CONN_MAX_AGE), saving a connect per leg.
+    return not settings.TESTING
+
+
+def _run_leg_in_worker(name: str, request: LegRequest) -> LegReport:
+    close_old_connections()
+    try:
+        return run_leg(name, request)
+    finally:
+        if _keep_worker_connections():
+            close_old_connections()
+        else:
+            connection.close()
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _leg_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=LEG_WORKERS, thread_name_prefix="recall-leg")
+        return _pool
+
+
+def run_legs(names: Sequence[str], request: LegRequest, *, deadline: float) -> dict[str, LegReport]:
+    """Run the named legs at once and report on each; never raises for a leg.
+
+    ``deadline`` is a ``time.monotonic()`` instant that bounds the whole wait.
+    Inside an open transaction the legs run one after the other on the caller's
+    connection instead, because other connections could not see its rows.
+    """
+    if connection.in_atomic_block:
+        return _run_legs_inline(names, request, deadline)
+    futures: dict[str, Future] = {
+        name: _leg_pool().submit(_run_leg_in_worker, name, request) for name in names
+    }
+    wait_for = max(0.0, min(request.timeout + WAIT_GRACE_SECONDS, deadline - time.monotonic()))
+    wait(futures.values(), timeout=wait_for)
+    reports: dict[str, LegReport] = {}
+    for name, future in futures.items():
+        if future.done():
+            reports[name] = future.result()
+        else:
+            future.cancel()
+            reports[name] = LegReport(
+                name=name, status="timeout", ms=wait_for * 1000, error="no answer in time"
+            )
+            logger.warning("recall leg %s timed out after %.2f s", name, wait_for)
+    return reports
+
+
+def _run_legs_inline(
+    names: Sequence[str], request: LegRequest, deadline: float
+) -> dict[str, LegReport]:
+    reports: dict[str, LegReport] = {}
+    for name in names:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            reports[name] = LegReport(name=name, status="timeout", error="no time left")
+            continue
+        bounded = replace(request, timeout=min(request.timeout, remaining))
+        reports[name] = run_leg(name, bounded)
+    return reports

@@ -1,0 +1,383 @@
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from memories.models import Memory
+from retrieval import legs
+from retrieval.legs import (
+    LegRequest,
+    LegSkipped,
+    entity_candidates,
+    entity_leg,
+    run_leg,
+    run_legs,
+    text_leg,
+    vector_leg,
+)
+from tests.base import make_memory
+from tests.retrieval.helpers import axis, vector
+
+HOSTILE_QUERIES = [
+    "it's O'Brien's \"quoted\" 'text'",
+    "a & b | c ! d : e * f ( g ) h \\ i",
+    "!!! ((( ))) &&& ||| ::: *** \\\\\\",
+    "back\\slash\\\\ and 'quote\\'",
+    "emoji 🚀🔥 and 🤖 robots",
+    "the and of a to is",
+    "",
+    "   \n\t  ",
+    "NUL\x00inside",
+    "lone surrogate \ud800 here",
+    "'; DROP TABLE memories_memory; --",
+    "<memory> </memory> %s %(x)s {0}",
+    "aisle " * 2000,
+    "x" * 10_000,
+    " ".join(f"word{i}" for i in range(1500)),
+]
+
+
+def request_for(owner, query="", **kwargs) -> LegRequest:
+    kwargs.setdefault("as_of", timezone.now())
+    return LegRequest(owner_id=owner.pk, query=query, **kwargs)
+
+
+def run(leg, owner, query="", **kwargs) -> list[int]:
+    with connection.cursor() as cursor:
+        return leg(cursor, request_for(owner, query, **kwargs))
+
+
+# --- text -----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_it_ors_the_query_lexemes(alice):
+    seat = make_memory(alice, "I prefer an aisle seat on long-haul flights.")
+    birthday = make_memory(alice, "My birthday is on the 3rd of March.")
+    make_memory(alice, "The cat likes tuna.")
+    found = run(text_leg, alice, "What seat do I prefer on long-haul flights, and my birthday?")
+    assert set(found) == {seat.pk, birthday.pk}
+
+
+@pytest.mark.django_db
+def test_it_ranks_by_how_much_of_the_query_a_memory_covers(alice):
+    one = make_memory(alice, "Paris is lovely.")
+    both = make_memory(alice, "Paris in spring is lovely; spring flowers in Paris.")
+    assert run(text_leg, alice, "paris spring") == [both.pk, one.pk]
+
+
+@pytest.mark.django_db
+def test_it_matches_stemmed_words(alice):
+    memory = make_memory(alice, "Alice was running marathons.")
+    assert run(text_leg, alice, "does she run a marathon?") == [memory.pk]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("query", HOSTILE_QUERIES)
+def test_it_takes_any_text_as_a_query(alice, query):
+    memory = make_memory(alice, "An aisle seat, please, and emoji robots.")
+    found = run(text_leg, alice, query)
+    assert found in ([], [memory.pk])
+
+
+@pytest.mark.django_db
+def test_it_returns_nothing_for_only_stop_words(alice):
+    make_memory(alice, "The and of a to is.")
+    assert run(text_leg, alice, "the and of a to is") == []
+
+
+@pytest.mark.django_db
+def test_it_finds_lexemes_with_quotes_and_backslashes(alice):
+    memory = make_memory(alice, "Path C:\\temp\\o'neil.txt belongs to O'Neil.")
+    assert run(text_leg, alice, "o'neil C:\\temp\\o'neil.txt") == [memory.pk]
+
+
+@pytest.mark.django_db
+def test_it_searches_only_the_owners_active_memories(alice, bob):
+    mine = make_memory(alice, "Tennis on Sundays.")
+    make_memory(bob, "Tennis on Sundays.")
+    for status in (Memory.Status.PROPOSED, Memory.Status.REJECTED, Memory.Status.ARCHIVED):
+        make_memory(alice, "Tennis on Saturdays.", status=status)
+    assert run(text_leg, alice, "tennis") == [mine.pk]
+
+
+@pytest.mark.django_db
+def test_it_filters_types_and_creation_time(alice):
+    now = timezone.now()
+    fact = make_memory(alice, "Tennis club.", created_at=now - timedelta(days=3))
+    make_memory(alice, "Tennis club.", Memory.Type.EPISODIC, created_at=now - timedelta(days=3))
+    make_memory(alice, "Tennis club.", created_at=now)
+    found = run(
+        text_leg,
+        alice,
+        "tennis",
+        types=(Memory.Type.SEMANTIC,),
+        as_of=now - timedelta(days=1),
+    )
+    assert found == [fact.pk]
+
+
+@pytest.mark.django_db
+def test_it_returns_at_most_the_leg_limit(alice):
+    Memory.objects.bulk_create(
+        Memory(owner=alice, type="semantic", content=f"Tennis note {i}.", status="active")
+        for i in range(40)
+    )
+    assert len(run(text_leg, alice, "tennis")) == 30
+
+
+# --- entity ---------------------------------------------------------------------
+
+
+def test_it_finds_word_bounded_stretches():
+    candidates = entity_candidates("Ann's annual  New\nYork trip (C++)")
+    assert {"Ann", "New York", "C++", "(C++)", "New York trip"} <= candidates
+    assert "ann" not in {candidate.lower() for candidate in candidates if candidate != "Ann"}
+    assert "annu" not in candidates
+    assert "Yor" not in candidates
+
+
+def test_it_bounds_candidate_length():
+    assert all(len(candidate) <= 10 for candidate in entity_candidates("a b c " * 100, 10))
+
+
+@pytest.mark.django_db
+def test_it_matches_entities_case_insensitively_on_word_boundaries(alice):
+    ann = make_memory(alice, "Lunch with a friend.", entities=["Ann"])
+    make_memory(alice, "A report.", entities=["annual report"])
+    make_memory(alice, "Someone else.", entities=["Annabel"])
+    assert run(entity_leg, alice, "what did ANN say about the annual budget?") == [ann.pk]
+    assert run(entity_leg, alice, "the annual figures") == []
+
+
+@pytest.mark.django_db
+def test_it_matches_multi_word_entities_across_spacing(alice):
+    trip = make_memory(alice, "Trip.", entities=["New York"])
+    assert run(entity_leg, alice, "flights to new\n  york?") == [trip.pk]
+
+
+@pytest.mark.django_db
+def test_it_ranks_entities_by_count_then_rarity_then_recency(alice):
+    now = timezone.now()
+    both = make_memory(alice, "a", entities=["Ann", "Paris"], created_at=now - timedelta(days=9))
+    rare = make_memory(alice, "b", entities=["Paris"], created_at=now - timedelta(days=8))
+    common_old = make_memory(alice, "c", entities=["Ann"], created_at=now - timedelta(days=7))
+    common_new = make_memory(alice, "d", entities=["ann"], created_at=now - timedelta(days=1))
+    # Ann is named by three memories, Paris by two: Paris is the rarer one.
+    assert run(entity_leg, alice, "Ann in Paris") == [
+        both.pk,
+        rare.pk,
+        common_new.pk,
+        common_old.pk,
+    ]
+
+
+@pytest.mark.django_db
+def test_it_keeps_entities_to_the_owner(alice, bob):
+    mine = make_memory(alice, "a", entities=["Ann"])
+    make_memory(bob, "b", entities=["Ann"])
+    make_memory(alice, "c", entities=["Ann"], status=Memory.Status.ARCHIVED)
+    assert run(entity_leg, alice, "Ann") == [mine.pk]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("query", HOSTILE_QUERIES)
+def test_it_takes_any_text_as_an_entity_query(alice, query):
+    memory = make_memory(alice, "a", entities=["robots"])
+    assert run(entity_leg, alice, query) in ([], [memory.pk])
+
+
+@pytest.mark.django_db
+def test_it_finds_entity_matches_through_the_owner_entity_index(alice):
+    Memory.objects.bulk_create(
+        Memory(owner=alice, type="semantic", content="r", status="active", entity_refs=[f"E{i}"])
+        for i in range(1500)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+        cursor.execute(
+            "EXPLAIN SELECT id FROM memories_memory m WHERE m.owner_id = %s "
+            "AND m.status = 'active' "
+            "AND timothy_owner_entity_keys(m.owner_id, m.entity_refs) && %s::text[]",
+            [alice.pk, [f"{alice.pk}:e5"]],
+        )
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "memory_owner_entity_keys_gin" in plan
+
+
+# --- vector ---------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_it_orders_by_cosine_distance(alice):
+    near = make_memory(alice, "a", embedding=vector((0, 1.0), (1, 0.1)))
+    far = make_memory(alice, "b", embedding=vector((0, 1.0), (1, 1.0)))
+    make_memory(alice, "c", embedding=axis(5))
+    found = run(vector_leg, alice, query_embedding=tuple(axis(0)))
+    assert found[:2] == [near.pk, far.pk]
+
+
+@pytest.mark.django_db
+def test_it_skips_without_a_provider_or_vectors(alice):
+    make_memory(alice, "no vector")
+    with pytest.raises(LegSkipped, match="provider"):
+        run(vector_leg, alice)
+    with pytest.raises(LegSkipped, match="no embeddings"):
+        run(vector_leg, alice, query_embedding=tuple(axis(0)))
+
+
+@pytest.mark.django_db
+def test_it_embeds_the_query_with_the_provider(alice):
+    memory = make_memory(alice, "a", embedding=axis(3))
+
+    class Provider:
+        name = "test"
+        dimensions = len(axis(0))
+
+        def embed(self, texts, *, timeout=None):
+            assert texts == ["what?"] and timeout == 3.0
+            return [axis(3)]
+
+    assert run(vector_leg, alice, "what?", embedder=Provider(), timeout=3.0) == [memory.pk]
+
+
+def _bulk_memories(owner, count, embedding, status="active"):
+    Memory.objects.bulk_create(
+        Memory(
+            owner=owner,
+            type="semantic",
+            content=f"row {i}",
+            status=status,
+            embedding=embedding(i),
+        )
+        for i in range(count)
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("exact_max", [0, 10_000])
+def test_it_returns_thirty_among_many_other_owners_rows(alice, bob, monkeypatch, exact_max):
+    # Bob's rows and Alice's archived rows sit right on the query; Alice's 35
+    # active rows are further away. Filtering after an ordinary index scan
+    # would come back short.
+    monkeypatch.setattr(legs, "VECTOR_EXACT_SCAN_MAX_ROWS", exact_max)
+    _bulk_memories(bob, 3000, lambda i: vector((0, 1.0), (1 + i % 300, 0.01)))
+    _bulk_memories(alice, 300, lambda i: vector((0, 1.0), (2, 0.02)), status="archived")
+    _bulk_memories(alice, 35, lambda i: vector((0, 1.0), (10 + i, 0.5 + i / 100)))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+    found = run(vector_leg, alice, query_embedding=tuple(axis(0)))
+    mine = set(Memory.objects.filter(owner=alice, status="active").values_list("pk", flat=True))
+    assert len(found) == 30
+    assert set(found) <= mine
+    expected = list(
+        Memory.objects.filter(owner=alice, status="active")
+        .order_by("created_at", "id")
+        .values_list("pk", flat=True)
+    )[:30]
+    assert set(found) == set(expected)
+
+
+# --- running --------------------------------------------------------------------
+
+
+def _explode(cursor, request):
+    raise RuntimeError("disk on fire")
+
+
+def _sleep(cursor, request):
+    cursor.execute("SELECT pg_sleep(5)")
+    return []
+
+
+@pytest.mark.django_db
+def test_it_reports_a_failing_leg(alice, monkeypatch):
+    monkeypatch.setitem(legs.LEG_FUNCTIONS, "text", _explode)
+    report = run_leg("text", request_for(alice, "tennis"))
+    assert report.status == "failed"
+    assert "disk on fire" in report.error
+    assert report.ranked_ids == []
+
+
+@pytest.mark.django_db
+def test_it_cancels_a_slow_leg_in_the_database(alice, monkeypatch):
+    monkeypatch.setitem(legs.LEG_FUNCTIONS, "text", _sleep)
+    report = run_leg("text", request_for(alice, "tennis", timeout=0.2))
+    assert report.status == "timeout"
+    # The connection is still usable and the caller's statement timeout is back.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('statement_timeout')")
+        assert cursor.fetchone()[0] == "0"
+
+
+@pytest.mark.django_db
+def test_it_restores_settings_after_an_inline_leg(alice):
+    make_memory(alice, "a", embedding=axis(0))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('hnsw.ef_search', '40', true)")
+    run_leg("vector", request_for(alice, query_embedding=tuple(axis(0))))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting('statement_timeout'), current_setting('hnsw.ef_search')"
+        )
+        assert cursor.fetchone() == ("0", "40")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_runs_legs_on_their_own_threads_and_connections(alice, monkeypatch):
+    make_memory(alice, "Tennis with Ann.", entities=["Ann"], embedding=axis(0))
+    seen: dict[str, tuple[int, int]] = {}
+    barrier = threading.Barrier(3, timeout=5)
+
+    def spy(leg):
+        def run_spied(cursor, request):
+            cursor.execute("SELECT pg_backend_pid()")
+            seen[leg.__name__] = (threading.get_ident(), cursor.fetchone()[0])
+            barrier.wait()  # all three are running at the same moment
+            return leg(cursor, request)
+
+        return run_spied
+
+    for name, leg in list(legs.LEG_FUNCTIONS.items()):
+        monkeypatch.setitem(legs.LEG_FUNCTIONS, name, spy(leg))
+    reports = run_legs(
+        legs.LEG_FUNCTIONS,
+        request_for(alice, "tennis with Ann", query_embedding=tuple(axis(0))),
+        deadline=time.monotonic() + 10,
+    )
+    assert {name: report.status for name, report in reports.items()} == {
+        "vector": "ok",
+        "text": "ok",
+        "entity": "ok",
+    }
+    assert all(report.count == 1 for report in reports.values())
+    assert len({thread for thread, _ in seen.values()}) == 3
+    assert len({pid for _, pid in seen.values()}) == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_drops_a_failed_and_a_timed_out_leg_and_keeps_the_rest(alice, monkeypatch):
+    memory = make_memory(alice, "Tennis with Ann.", entities=["Ann"])
+    monkeypatch.setitem(legs.LEG_FUNCTIONS, "text", _explode)
+    monkeypatch.setitem(legs.LEG_FUNCTIONS, "vector", _sleep)
+    reports = run_legs(
+        ["vector", "text", "entity"],
+        request_for(alice, "tennis with Ann", timeout=0.3),
+        deadline=time.monotonic() + 10,
+    )
+    assert reports["text"].status == "failed"
+    assert reports["vector"].status == "timeout"
+    assert reports["entity"].status == "ok"
+    assert reports["entity"].ranked_ids == [memory.pk]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_stops_waiting_at_the_deadline(alice, monkeypatch):
+    monkeypatch.setitem(legs.LEG_FUNCTIONS, "text", _sleep)
+    started = time.monotonic()
+    reports = run_legs(["text"], request_for(alice, "x", timeout=5.0), deadline=started + 0.3)
+    assert reports["text"].status == "timeout"
+    assert reports["text"].error == "no answer in time"
