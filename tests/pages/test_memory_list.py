@@ -1,0 +1,120 @@
+from datetime import datetime, timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from memories.models import Memory
+from tests.base import make_memory
+
+
+def listed(client, **params) -> list[int]:
+    response = client.get(reverse("memory-list"), params)
+    assert response.status_code == 200
+    return [memory.pk for memory in response.context["memories"]]
+
+
+@pytest.mark.django_db
+def test_it_lists_every_status_newest_first_and_only_the_owners(alice_client, alice, bob):
+    old = make_memory(alice, "Old fact.", created_at=timezone.now() - timedelta(days=5))
+    proposal = Memory.propose(alice, "A proposal.", "semantic")
+    archived = make_memory(alice, "Archived fact.", status="archived")
+    make_memory(bob, "Bob's fact.")
+
+    assert listed(alice_client) == [archived.pk, proposal.pk, old.pk]
+    body = alice_client.get(reverse("memory-list")).content.decode()
+    assert reverse("memory-detail", args=[old.pk]) in body
+    assert "Bob's fact." not in body
+    assert "3 memories" in body
+
+
+@pytest.mark.django_db
+def test_it_filters_by_status_type_and_source(alice_client, alice):
+    fact = make_memory(alice, "A fact.", type="semantic", source="api")
+    preference = make_memory(alice, "A preference.", type="preference", source="import")
+    proposal = Memory.propose(alice, "A proposal.", "preference", source="extraction")
+
+    assert listed(alice_client, status="active") == [preference.pk, fact.pk]
+    assert listed(alice_client, type="preference") == [proposal.pk, preference.pk]
+    assert listed(alice_client, source="extraction") == [proposal.pk]
+    assert listed(alice_client, status="active", type="preference") == [preference.pk]
+
+
+@pytest.mark.django_db
+def test_it_filters_by_entity_ignoring_case(alice_client, alice):
+    lisbon = make_memory(alice, "Alice lives in Lisbon.", entities=["Lisbon", "Alice"])
+    make_memory(alice, "Alice likes tea.", entities=["Alice"])
+    assert listed(alice_client, entity="lisbon") == [lisbon.pk]
+    assert listed(alice_client, entity="Lis") == []
+
+
+@pytest.mark.django_db
+def test_it_searches_the_text(alice_client, alice):
+    seats = make_memory(alice, "Alice prefers aisle seats on long flights.")
+    make_memory(alice, "Alice is vegetarian.")
+    assert listed(alice_client, q="seat") == [seats.pk]  # stemmed full-text match
+    assert listed(alice_client, q="aisle seat") == [seats.pk]
+    assert listed(alice_client, q="isle") == [seats.pk]  # substring match
+    assert listed(alice_client, q="piano") == []
+
+
+@pytest.mark.django_db
+def test_it_filters_by_date_range(alice_client, alice):
+    tz = timezone.get_current_timezone()
+    january = make_memory(alice, "January.", created_at=datetime(2026, 1, 15, 12, tzinfo=tz))
+    march = make_memory(alice, "March.", created_at=datetime(2026, 3, 15, 12, tzinfo=tz))
+    make_memory(alice, "May.", created_at=datetime(2026, 5, 15, 12, tzinfo=tz))
+    assert listed(alice_client, created_from="2026-01-01", created_to="2026-03-31") == [
+        march.pk,
+        january.pk,
+    ]
+    assert listed(alice_client, created_to="2026-01-15") == [january.pk]
+
+
+@pytest.mark.django_db
+def test_it_sorts(alice_client, alice):
+    low = make_memory(alice, "Low.", confidence=0.2, created_at=timezone.now() - timedelta(days=2))
+    high = make_memory(alice, "High.", confidence=0.95, created_at=timezone.now())
+    middle = make_memory(
+        alice, "Middle.", confidence=0.5, created_at=timezone.now() - timedelta(days=1)
+    )
+    assert listed(alice_client, sort="oldest") == [low.pk, middle.pk, high.pk]
+    assert listed(alice_client, sort="confidence") == [high.pk, middle.pk, low.pk]
+
+
+@pytest.mark.django_db
+def test_it_paginates(alice_client, alice):
+    for n in range(30):
+        make_memory(alice, f"Fact {n}.")
+    first = alice_client.get(reverse("memory-list"))
+    assert len(first.context["memories"]) == 25
+    assert b"Page 1 of 2" in first.content
+    assert b"?page=2" in first.content
+    second = alice_client.get(reverse("memory-list"), {"page": 2, "type": "semantic"})
+    assert len(second.context["memories"]) == 5
+    assert b'href="?page=1&amp;type=semantic"' in second.content
+
+
+@pytest.mark.django_db
+def test_it_shows_filter_errors_instead_of_failing(alice_client, alice):
+    make_memory(alice)
+    response = alice_client.get(reverse("memory-list"), {"status": "bogus", "created_from": "x"})
+    assert response.status_code == 200
+    assert "status" in response.context["form"].errors
+    assert b"Enter a valid date." in response.content
+
+
+@pytest.mark.django_db
+def test_it_explains_an_empty_result(alice_client, alice):
+    make_memory(alice)
+    assert b"No memories match" in alice_client.get(reverse("memory-list"), {"q": "zzz"}).content
+
+
+@pytest.mark.django_db
+def test_it_has_an_empty_state_for_a_new_owner(alice_client):
+    assert b"No memories yet" in alice_client.get(reverse("memory-list")).content
+
+
+@pytest.mark.django_db
+def test_it_rejects_post(alice_client):
+    assert alice_client.post(reverse("memory-list")).status_code == 405
