@@ -5,3 +5,6 @@ class MemoriesConfig(AppConfig):
     name = "memories"
     verbose_name = "Memories"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from memories import tasks  # noqa: F401  (connects the embedding receiver)
