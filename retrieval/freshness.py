@@ -1,0 +1,163 @@
+"""The freshness pipeline (seed 003): BM25 top 20 → cosine rerank → top 5 →
+blend of relevance and freshness, re-sorted.
+
+It is a second, selectable pipeline, not a fallback of the fusion one. Its only
+fallback runs the other way: without embeddings the BM25 order stands alone,
+and the same blend is applied to BM25 scores.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from memories.models import Memory
+from retrieval.bm25 import bm25_scores
+from retrieval.constants import (
+    BM25_TOP,
+    FRESHNESS_WEIGHT,
+    RELEVANCE_WEIGHT,
+    RERANK_TOP,
+    TYPE_PROFILES,
+)
+from retrieval.fusion import age_days
+from retrieval.legs import LegSkipped, run_step
+from retrieval.results import LegReport, ScoredMemory
+
+
+def freshness(memory: Memory, as_of: datetime) -> float:
+    """2 ** (−age / half-life of the memory's type), age in days since last confirmed."""
+    return 2.0 ** (-age_days(memory, as_of) / TYPE_PROFILES[memory.type].half_life_days)
+
+
+def min_max(values: Sequence[float]) -> list[float]:
+    """Scale to 0..1 over the set; a set whose values are all equal scales to 1."""
+    low, high = min(values), max(values)
+    if math.isclose(low, high, rel_tol=0.0, abs_tol=1e-12):
+        return [1.0 for _ in values]
+    return [(value - low) / (high - low) for value in values]
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+@dataclass
+class Candidate:
+    memory: Memory
+    bm25: float
+    cosine: float | None = None
+
+
+def blend(
+    candidates: Sequence[Candidate], as_of: datetime, *, reranked: bool
+) -> list[ScoredMemory]:
+    """0.7 × normalised relevance + 0.3 × normalised freshness, best first.
+
+    Relevance is the cosine similarity when the candidates were reranked (a
+    candidate with no vector counts as 0: no evidence either way), else BM25.
+    """
+    if not candidates:
+        return []
+    relevance = [
+        (candidate.cosine or 0.0) if reranked else candidate.bm25 for candidate in candidates
+    ]
+    fresh = [freshness(candidate.memory, as_of) for candidate in candidates]
+    relevance_norm = min_max(relevance)
+    fresh_norm = min_max(fresh)
+    scored: list[ScoredMemory] = []
+    for index, candidate in enumerate(candidates):
+        final = RELEVANCE_WEIGHT * relevance_norm[index] + FRESHNESS_WEIGHT * fresh_norm[index]
+        scored.append(
+            ScoredMemory(
+                memory=candidate.memory,
+                score=final,
+                parts={
+                    "bm25": candidate.bm25,
+                    "cosine": candidate.cosine,
+                    "relevance": relevance[index],
+                    "freshness": fresh[index],
+                    "relevance_norm": relevance_norm[index],
+                    "freshness_norm": fresh_norm[index],
+                    "final": final,
+                },
+            )
+        )
+    # Stable sort: equal blends keep the relevance order they came in.
+    scored.sort(key=lambda item: -item.score)
+    return scored
+
+
+def rerank(candidates: list[Candidate], query_embedding: Sequence[float]) -> list[Candidate]:
+    """Candidates by cosine similarity to the query, those without a vector last (BM25 order)."""
+    for candidate in candidates:
+        vector = candidate.memory.embedding
+        if vector is not None:
+            candidate.cosine = cosine([float(x) for x in vector], query_embedding)
+    return sorted(
+        candidates,
+        key=lambda candidate: (candidate.cosine is None, -(candidate.cosine or 0.0)),
+    )
+
+
+def freshness_pipeline(
+    owner_id: int,
+    query: str,
+    as_of: datetime,
+    *,
+    types: tuple[str, ...] | None,
+    query_embedding: Sequence[float] | None,
+    embedder,
+    timeout: float,
+) -> tuple[list[ScoredMemory], dict[str, LegReport]]:
+    """Top RERANK_TOP memories, blended and best first, and a report of each stage.
+
+    Raises nothing for a failed stage: a failed ``bm25`` stage leaves no
+    candidates (the caller decides that this is an error); a failed or skipped
+    ``rerank`` leaves the BM25 order.
+    """
+    bm25_report, scores = run_step(
+        "bm25",
+        lambda cursor: bm25_scores(cursor, owner_id, query, as_of, types=types, top=BM25_TOP),
+        timeout,
+    )
+    scores = scores or []
+    bm25_report.ranked_ids = [memory_id for memory_id, _ in scores]
+    bm25_report.count = len(scores)
+    reports = {"bm25": bm25_report}
+    memories = (
+        Memory.objects.for_owner(owner_id)
+        .active()
+        .defer("tsv")
+        .in_bulk([memory_id for memory_id, _ in scores])
+    )
+    candidates = [
+        Candidate(memory=memories[memory_id], bm25=score)
+        for memory_id, score in scores
+        if memory_id in memories
+    ]
+
+    def reranked(_cursor) -> list[Candidate]:
+        embedding = query_embedding
+        if embedding is None:
+            if embedder is None:
+                raise LegSkipped("no embedding provider configured")
+            embedding = embedder.embed([query], timeout=timeout)[0]
+        if all(candidate.memory.embedding is None for candidate in candidates):
+            raise LegSkipped("no embeddings stored")
+        return rerank(candidates, [float(x) for x in embedding])
+
+    rerank_report, ordered = (
+        run_step("rerank", reranked, timeout)
+        if candidates
+        else (LegReport(name="rerank", status="skipped", error="no candidates"), None)
+    )
+    reports["rerank"] = rerank_report
+    chosen = (ordered or candidates)[:RERANK_TOP]
+    rerank_report.ranked_ids = [candidate.memory.pk for candidate in chosen] if ordered else []
+    rerank_report.count = len(rerank_report.ranked_ids)
+    return blend(chosen, as_of, reranked=ordered is not None), reports

@@ -1,0 +1,253 @@
+"""``recall()``: the one entry point of retrieval, for views, commands, jobs and tests."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from django.conf import settings
+from django.utils import timezone
+
+from memories.models import Memory, MemoryType
+from retrieval.constants import LEG_LIMIT, LEGS, PIPELINES
+from retrieval.freshness import freshness_pipeline
+from retrieval.fusion import fuse
+from retrieval.legs import LegRequest, run_legs
+from retrieval.lexemes import clean_query
+from retrieval.packing import pack
+from retrieval.results import LegReport, RecallFailed, RecallResult, ScoredMemory
+
+logger = logging.getLogger(__name__)
+
+FAILED = ("failed", "timeout")
+
+
+def recall(
+    owner,
+    query: str,
+    *,
+    pipeline: str | None = None,
+    token_budget: int | None = None,
+    types: Sequence[str] | None = None,
+    as_of: datetime | None = None,
+    explain: bool = False,
+    dry_run: bool = False,
+    legs: Sequence[str] | None = None,
+    query_embedding: Sequence[float] | None = None,
+    session_id: str = "",
+) -> RecallResult:
+    """The owner's memories that answer ``query``, packed into a fenced block.
+
+    ``legs`` limits the fusion legs (for evaluation); ``types`` limits memory
+    types; ``as_of`` replays the store as it stood then; ``dry_run`` leaves
+    ``last_retrieved_at`` alone; ``explain`` also returns what was cut and why;
+    ``query_embedding`` spares embedding the query. Raises ``ValueError`` for bad
+    arguments and ``RecallFailed`` when nothing could be searched in time.
+    """
+    started = time.perf_counter()
+    deadline = time.monotonic() + settings.RECALL_TIMEOUT
+    pipeline = _pipeline(pipeline)
+    budget = _budget(token_budget)
+    type_filter = _types(types)
+    leg_names = _legs(legs)
+    as_of = _as_of(as_of)
+    embedding = _embedding(query_embedding)
+    if not isinstance(query, str):
+        raise ValueError("query must be text.")
+    query = clean_query(query)
+    owner_id = owner.pk if hasattr(owner, "pk") else int(owner)
+    needs_vectors = pipeline == "freshness" or "vector" in leg_names
+    embedder = _embedding_provider() if embedding is None and needs_vectors else None
+    timeout = min(settings.LEG_TIMEOUT, settings.RECALL_TIMEOUT)
+
+    if pipeline == "fusion":
+        request = LegRequest(
+            owner_id=owner_id,
+            query=query,
+            as_of=as_of,
+            types=type_filter,
+            limit=LEG_LIMIT,
+            query_embedding=embedding,
+            embedder=embedder,
+            timeout=timeout,
+        )
+        reports = run_legs(leg_names, request, deadline=deadline)
+        _raise_if_nothing_searched(reports)
+        candidates, cut = _fused(owner_id, reports, as_of)
+    else:
+        candidates, reports = freshness_pipeline(
+            owner_id,
+            query,
+            as_of,
+            types=type_filter,
+            query_embedding=embedding,
+            embedder=embedder,
+            timeout=timeout,
+        )
+        _raise_if_nothing_searched({"bm25": reports["bm25"]})
+        cut = []
+    if time.monotonic() > deadline:
+        raise RecallFailed(
+            f"recall took longer than {settings.RECALL_TIMEOUT:g} s", legs=dict(reports)
+        )
+
+    packed = pack(candidates, budget)
+    if not dry_run:
+        _mark_retrieved(owner_id, packed.packed)
+    elapsed = (time.perf_counter() - started) * 1000
+    logger.debug(
+        "recall owner=%s session=%s pipeline=%s packed=%d in %.1f ms",
+        owner_id,
+        session_id,
+        pipeline,
+        len(packed.packed),
+        elapsed,
+    )
+    return RecallResult(
+        pipeline=pipeline,
+        query=query,
+        as_of=as_of,
+        token_budget=budget,
+        memories=list(packed.packed),
+        block=packed.block,
+        block_tokens=packed.block_tokens,
+        legs=reports,
+        cut=sorted([*cut, *packed.over_budget], key=lambda item: -item.score) if explain else [],
+        explain=explain,
+        ms=elapsed,
+    )
+
+
+def _fused(
+    owner_id: int, reports: dict[str, LegReport], as_of: datetime
+) -> tuple[list[ScoredMemory], list[ScoredMemory]]:
+    rankings = {name: report.ranked_ids for name, report in reports.items() if report.ranked_ids}
+    ids = {memory_id for ranked in rankings.values() for memory_id in ranked}
+    memories = (
+        Memory.objects.for_owner(owner_id)
+        .active()
+        .filter(created_at__lte=as_of)
+        .defer("embedding", "tsv")
+        .in_bulk(ids)
+    )
+    return fuse(rankings, memories, as_of)
+
+
+def _raise_if_nothing_searched(reports: dict[str, LegReport]) -> None:
+    if any(report.status == "ok" for report in reports.values()):
+        return
+    failed = {name: report for name, report in reports.items() if report.status in FAILED}
+    if failed:
+        reasons = "; ".join(
+            f"{name}: {report.error or report.status}" for name, report in failed.items()
+        )
+        raise RecallFailed(f"every retrieval leg failed ({reasons})", legs=dict(reports))
+
+
+def _mark_retrieved(owner_id: int, packed: Sequence[ScoredMemory]) -> None:
+    """Stamp ``last_retrieved_at`` on what went into the block: retrieval is not confirmation."""
+    if not packed:
+        return
+    now = timezone.now()
+    Memory.objects.for_owner(owner_id).filter(pk__in=[item.memory.pk for item in packed]).update(
+        last_retrieved_at=now
+    )
+    for item in packed:
+        item.memory.last_retrieved_at = now
+
+
+class _UnavailableProvider:
+    """Stands in for a provider that could not be built, so the vector leg reports why."""
+
+    name = "unavailable"
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def embed(self, texts: list[str], *, timeout: float | None = None) -> list[list[float]]:
+        raise RuntimeError(f"embedding provider unavailable: {self.error}")
+
+
+def _embedding_provider():
+    try:
+        from retrieval.embeddings import get_provider
+
+        return get_provider()
+    except Exception as error:
+        logger.warning("recall without an embedding provider: %s", error)
+        return _UnavailableProvider(error)
+
+
+# --- arguments ------------------------------------------------------------------
+
+
+def _pipeline(pipeline: str | None) -> str:
+    chosen = pipeline or settings.DEFAULT_PIPELINE
+    if chosen not in PIPELINES:
+        raise ValueError(f"Unknown pipeline {chosen!r}; choose one of: {', '.join(PIPELINES)}.")
+    return chosen
+
+
+def _budget(token_budget: int | None) -> int:
+    budget = settings.DEFAULT_TOKEN_BUDGET if token_budget is None else token_budget
+    if isinstance(budget, bool) or not isinstance(budget, int):
+        raise ValueError("token_budget must be a whole number of tokens.")
+    if not 1 <= budget <= settings.MAX_TOKEN_BUDGET:
+        raise ValueError(f"token_budget must be between 1 and {settings.MAX_TOKEN_BUDGET}.")
+    return budget
+
+
+def _types(types: Sequence[str] | None) -> tuple[str, ...] | None:
+    if types is None:
+        return None
+    if isinstance(types, str):
+        types = [types]
+    unknown = [name for name in types if name not in MemoryType.values]
+    if unknown:
+        raise ValueError(
+            f"Unknown memory type {unknown[0]!r}; choose from: {', '.join(MemoryType.values)}."
+        )
+    # No type named means no filter.
+    return tuple(dict.fromkeys(types)) or None
+
+
+def _legs(legs: Sequence[str] | None) -> tuple[str, ...]:
+    if legs is None:
+        return LEGS
+    if isinstance(legs, str):
+        legs = [legs]
+    unknown = [name for name in legs if name not in LEGS]
+    if unknown:
+        raise ValueError(f"Unknown leg {unknown[0]!r}; choose from: {', '.join(LEGS)}.")
+    if not legs:
+        raise ValueError("legs must name at least one leg.")
+    return tuple(dict.fromkeys(legs))
+
+
+def _as_of(as_of: datetime | None) -> datetime:
+    if as_of is None:
+        return timezone.now()
+    if not isinstance(as_of, datetime):
+        raise ValueError("as_of must be a datetime.")
+    # A time without a zone is read as UTC, the zone the store keeps.
+    return as_of if timezone.is_aware(as_of) else as_of.replace(tzinfo=UTC)
+
+
+def _embedding(query_embedding: Sequence[float] | None) -> tuple[float, ...] | None:
+    if query_embedding is None:
+        return None
+    try:
+        values = tuple(float(value) for value in query_embedding)
+    except (TypeError, ValueError):
+        raise ValueError("query_embedding must be a list of numbers.")
+    if len(values) != settings.EMBEDDING_DIMENSIONS:
+        raise ValueError(
+            f"query_embedding has {len(values)} dimensions; "
+            f"the store uses {settings.EMBEDDING_DIMENSIONS}."
+        )
+    if not all(math.isfinite(value) for value in values):
+        raise ValueError("query_embedding must hold finite numbers.")
+    return values
