@@ -1,0 +1,45 @@
+"""The throw-away database: created, migrated, switched to, and always dropped."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+
+from memories.models import Memory
+from retrieval.evaluation.scratch import SCRATCH_PREFIX, database_exists, scratch_database
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_it_switches_to_a_migrated_scratch_database_and_drops_it():
+    home = connection.settings_dict["NAME"]
+    get_user_model().objects.create(username="stays-home")
+    with scratch_database() as name:
+        assert name.startswith(SCRATCH_PREFIX)
+        assert connection.settings_dict["NAME"] == name
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_database()")
+            assert cursor.fetchone()[0] == name
+        # Migrated (the memory table exists) and empty: nothing of the home database.
+        assert Memory.objects.count() == 0
+        assert not get_user_model().objects.filter(username="stays-home").exists()
+        owner = get_user_model().objects.create(username="scratch-owner")
+        Memory.objects.create(owner=owner, type="episodic", content="scratch only", status="active")
+    assert connection.settings_dict["NAME"] == home
+    assert not database_exists(name)
+    assert Memory.objects.count() == 0
+    assert get_user_model().objects.filter(username="stays-home").exists()
+    assert not get_user_model().objects.filter(username="scratch-owner").exists()
+
+
+@pytest.mark.parametrize("interruption", [RuntimeError("boom"), KeyboardInterrupt()])
+def test_it_drops_the_scratch_database_when_interrupted(interruption):
+    home = connection.settings_dict["NAME"]
+    names = []
+    with pytest.raises(type(interruption)), scratch_database() as name:
+        names.append(name)
+        assert database_exists(name)
+        raise interruption
+    assert names and not database_exists(names[0])
+    assert connection.settings_dict["NAME"] == home
