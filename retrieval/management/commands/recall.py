@@ -1,0 +1,60 @@
+"""Recall an owner's memories for a query and print the block (or the JSON)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from retrieval.constants import PIPELINES
+from retrieval.recall import recall
+from retrieval.results import RecallFailed
+
+
+class Command(BaseCommand):
+    help = "Recall an owner's memories for QUERY and print the fenced block (or --json)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("query", nargs="+", help="the query text")
+        parser.add_argument("--owner", required=True, help="the owner's username")
+        parser.add_argument("--budget", type=int, default=None, help="token budget")
+        parser.add_argument("--pipeline", choices=PIPELINES, default=None)
+        parser.add_argument("--as-of", default=None, help="ISO-8601 moment to replay the store at")
+        parser.add_argument("--type", action="append", dest="types", help="memory type (repeat)")
+        parser.add_argument("--json", action="store_true", help="print the search API's JSON")
+        parser.add_argument("--explain", action="store_true", help="include what was cut and why")
+        parser.add_argument("--dry-run", action="store_true", help="stamp nothing")
+
+    def handle(self, *args, **options) -> None:
+        owner = get_user_model().objects.filter(username=options["owner"]).first()
+        if owner is None:
+            raise CommandError(f"No user named {options['owner']!r}.")
+        as_of = None
+        if options["as_of"]:
+            try:
+                as_of = datetime.fromisoformat(options["as_of"])
+            except ValueError:
+                raise CommandError(f"--as-of is not an ISO-8601 time: {options['as_of']!r}.")
+        try:
+            result = recall(
+                owner,
+                " ".join(options["query"]),
+                pipeline=options["pipeline"],
+                token_budget=options["budget"],
+                types=options["types"],
+                as_of=as_of,
+                explain=options["explain"],
+                dry_run=options["dry_run"],
+            )
+        except ValueError as error:
+            raise CommandError(str(error))
+        except RecallFailed as failure:
+            raise CommandError(f"Recall failed: {failure}")
+        if options["json"]:
+            self.stdout.write(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        elif result.block:
+            self.stdout.write(result.block)
+        else:
+            self.stderr.write("No memories matched.")
