@@ -1,0 +1,141 @@
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from memories.models import Memory
+from tests.base import make_memory
+
+
+def inspect(client, message: str, **data):
+    payload = {"message": message, "pipeline": "fusion", "budget": 1024, **data}
+    return client.post(reverse("inspect"), payload)
+
+
+@pytest.fixture
+def memories(alice):
+    now = timezone.now()
+    return {
+        "seats": make_memory(
+            alice,
+            "Alice prefers aisle seats on long-haul flights.",
+            "preference",
+            entities=["Alice"],
+            created_at=now - timedelta(days=2),
+        ),
+        "birthday": make_memory(
+            alice,
+            "Alice's birthday is on 4 May.",
+            entities=["Alice"],
+            created_at=now - timedelta(days=30),
+        ),
+        "cat": make_memory(alice, "Alice has a cat called Biscuit.", entities=["Biscuit"]),
+    }
+
+
+@pytest.mark.django_db
+def test_it_shows_the_form(alice_client):
+    response = alice_client.get(reverse("inspect"))
+    assert response.status_code == 200
+    assert response.context["result"] is None
+    assert b'name="message"' in response.content
+    assert b"dry run" in response.content
+
+
+@pytest.mark.django_db
+def test_it_shows_legs_scores_and_the_fenced_block(alice_client, memories):
+    response = inspect(alice_client, "Which seat do I like on flights, and when is my birthday?")
+
+    assert response.status_code == 200
+    result = response.context["result"]
+    assert result.pipeline == "fusion"
+    packed = {item.memory.pk for item in result.memories}
+    assert {memories["seats"].pk, memories["birthday"].pk} <= packed
+    assert set(result.legs) == {"vector", "text", "entity"}
+    assert result.legs["text"].status == "ok"
+    body = response.content.decode()
+    assert "&lt;memory source=&quot;timothy-memory&quot; trust=&quot;data&quot;&gt;" in body
+    assert "[preference] Alice prefers aisle seats on long-haul flights." in body
+    assert f"{result.block_tokens} of 1024 tokens" in body
+    assert "RRF" in body and "× decay" in body and "× type" in body
+    assert body.count("data-candidate=") == len(result.memories) + len(result.cut)
+
+
+@pytest.mark.django_db
+def test_it_never_stamps_recall(alice_client, memories):
+    inspect(alice_client, "seats flights birthday Alice")
+    assert not Memory.objects.filter(last_retrieved_at__isnull=False).exists()
+
+
+@pytest.mark.django_db
+def test_it_shows_what_was_cut_for_the_budget(alice_client, memories):
+    response = inspect(alice_client, "Alice seats birthday", budget=60)
+    result = response.context["result"]
+    assert [item.cut_reason for item in result.cut] == ["over_budget"] * len(result.cut)
+    assert result.cut
+    assert result.block_tokens <= 60
+    assert b"Cut: over the token budget" in response.content
+
+
+@pytest.mark.django_db
+def test_it_runs_the_freshness_pipeline(alice_client, memories):
+    response = inspect(alice_client, "aisle seats on flights", pipeline="freshness")
+    result = response.context["result"]
+    assert result.pipeline == "freshness"
+    assert result.memories[0].memory.pk == memories["seats"].pk
+    assert "bm25" in result.legs
+    assert b"0.7 \xc3\x97 relevance" in response.content
+
+
+@pytest.mark.django_db
+def test_it_limits_the_fusion_legs(alice_client, memories):
+    response = inspect(alice_client, "Biscuit", legs=["entity"])
+    result = response.context["result"]
+    assert set(result.legs) == {"entity"}
+    assert [item.memory.pk for item in result.memories] == [memories["cat"].pk]
+
+
+@pytest.mark.django_db
+def test_it_reads_the_store_as_of_a_time(alice_client, memories):
+    as_of = timezone.localtime(timezone.now() - timedelta(days=10)).strftime("%Y-%m-%dT%H:%M")
+    response = inspect(alice_client, "Alice seats birthday", as_of=as_of)
+    result = response.context["result"]
+    assert {item.memory.pk for item in result.memories} == {memories["birthday"].pk}
+
+
+@pytest.mark.django_db
+def test_it_only_searches_the_owners_memories(alice_client, bob, memories):
+    make_memory(bob, "Bob prefers aisle seats too.", entities=["Alice"])
+    response = inspect(alice_client, "Alice aisle seats")
+    result = response.context["result"]
+    owners = {item.memory.owner_id for item in [*result.memories, *result.cut]}
+    assert owners == {memories["seats"].owner_id}
+    assert b"Bob prefers" not in response.content
+
+
+@pytest.mark.django_db
+def test_it_explains_an_empty_result(alice_client, memories):
+    response = inspect(alice_client, "quantum chromodynamics")
+    assert response.context["result"].block == ""
+    assert b"No memory matched this message." in response.content
+    assert b"Empty: nothing would be added" in response.content
+
+
+@pytest.mark.django_db
+def test_it_validates_the_form(alice_client):
+    response = inspect(alice_client, "", budget=0, pipeline="nonsense")
+    assert response.status_code == 200
+    assert set(response.context["form"].errors) == {"message", "budget", "pipeline"}
+    assert response.context["result"] is None
+
+
+@pytest.mark.django_db
+def test_it_rejects_other_methods(alice_client):
+    assert alice_client.put(reverse("inspect")).status_code == 405
+
+
+@pytest.mark.django_db
+def test_it_needs_a_csrf_token(csrf_client):
+    response = csrf_client.post(reverse("inspect"), {"message": "hi", "pipeline": "fusion"})
+    assert response.status_code == 403
