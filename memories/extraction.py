@@ -84,6 +84,10 @@ Read the conversation and list the durable facts about the owner that the owner
 If there is nothing durable, answer {"facts": []}."""
 
 
+class UnknownOwner(LookupError):
+    pass
+
+
 class InvalidExtractionRequest(ValueError):
     def __init__(self, errors: dict[str, str]) -> None:
         self.errors = errors
@@ -108,18 +112,17 @@ class Fact:
 
 
 def validate_request(payload: object) -> dict:
-    """Check an extract request body; return owner (the user), session_id, phase, turns."""
+    """Check an extract request body; return owner (the user), session_id, phase, turns.
+
+    Raises ``InvalidExtractionRequest`` (with an error per field) or, for a
+    well-formed body naming nobody we know, ``UnknownOwner``.
+    """
     if not isinstance(payload, dict):
         raise InvalidExtractionRequest({"body": "must be a JSON object"})
     errors: dict[str, str] = {}
     owner_name = payload.get("owner")
-    owner = None
     if not isinstance(owner_name, str) or not owner_name.strip():
         errors["owner"] = "required: the owner's username"
-    else:
-        owner = get_user_model().objects.filter(username=owner_name, is_active=True).first()
-        if owner is None:
-            errors["owner"] = "no such owner"
     session_id = payload.get("session_id")
     if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > 200:
         errors["session_id"] = "required: a string of at most 200 characters"
@@ -139,6 +142,10 @@ def validate_request(payload: object) -> dict:
             parsed.append(Turn(turn["role"], turn["content"], turn.get("at")))
     if errors:
         raise InvalidExtractionRequest(errors)
+    User = get_user_model()
+    owner = User.objects.filter(is_active=True, **{User.USERNAME_FIELD: owner_name}).first()
+    if owner is None:
+        raise UnknownOwner(owner_name)
     return {"owner": owner, "session_id": session_id, "phase": phase, "turns": parsed}
 
 

@@ -3,8 +3,8 @@
     POST /internal/v1/retrieve   what the chat side calls per user message: the
                                  search body plus "owner" (a username); the
                                  same answer as POST /v1/memories/search
-    POST /internal/v1/extract    extraction from a conversation (501 until the
-                                 extraction work lands)
+    POST /internal/v1/extract    extraction from a conversation: 202 at once,
+                                 the facts are proposed in the background
 
 Authenticated with ``Authorization: Bearer <TIMOTHY_SERVICE_TOKEN>``, compared
 in constant time. With no service token configured every call is refused with
@@ -32,7 +32,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memories.api import LimitedJSONParser, check_body_size, run_recall
-from memories.errors import ApiError, error_response
+from memories.errors import ApiError
 from memories.serializers import InternalRetrieveSerializer
 
 
@@ -111,9 +111,40 @@ def retrieve(request: Request) -> Response:
 
 @internal_view
 def extract(request: Request) -> Response:
-    """Extract memories from a conversation (the extraction work replaces this body)."""
-    return error_response(
-        status.HTTP_501_NOT_IMPLEMENTED,
-        "not_implemented",
-        "Extraction is not available yet on this server.",
+    """Queue extraction of durable facts from a conversation; answers 202 at once.
+
+    Body: owner (username), session_id, phase (turn_end | pre_compaction),
+    turns [{role, content, at?}]. The facts become proposed memories in the
+    background (memories/extraction.py); the caller's turn never waits.
+    """
+    from django_q.tasks import async_task
+
+    from memories import extraction, llm
+
+    if not llm.is_configured():
+        raise ApiError(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            "llm_not_configured",
+            "Extraction needs an LLM: set TIMOTHY_LLM_BASE_URL (and TIMOTHY_LLM_MODEL, "
+            "TIMOTHY_LLM_API_KEY) to an OpenAI-compatible chat completions API.",
+        )
+    try:
+        job = extraction.validate_request(request.data)
+    except extraction.InvalidExtractionRequest as error:
+        raise ApiError(
+            status.HTTP_400_BAD_REQUEST,
+            "invalid_request",
+            "The extraction request is not valid.",
+            error.errors,
+        )
+    except extraction.UnknownOwner:
+        raise ApiError(status.HTTP_404_NOT_FOUND, "not_found", "No such owner.")
+    turns = [{"role": t.role, "content": t.content, "at": t.at} for t in job["turns"]]
+    task_id = async_task(
+        "memories.tasks.extract_conversation",
+        job["owner"].pk,
+        job["session_id"],
+        job["phase"],
+        turns,
     )
+    return Response({"status": "queued", "task_id": task_id}, status=status.HTTP_202_ACCEPTED)
