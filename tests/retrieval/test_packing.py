@@ -1,0 +1,156 @@
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memories.models import Memory
+from retrieval import packing
+from retrieval.packing import pack, serial_position_order
+from retrieval.render import BLOCK_CLOSE, BLOCK_OPEN, FIRST_ITEM_LINE, render_block, render_item
+from retrieval.results import ScoredMemory
+from retrieval.tokens import count_tokens
+from tests.retrieval.fence_oracle import assert_well_formed
+
+FENCE_TOKENS = count_tokens(BLOCK_OPEN + BLOCK_CLOSE)
+
+
+def scored(content: str, score: float, type: str = Memory.Type.SEMANTIC) -> ScoredMemory:
+    # Unsaved: packing is pure and never touches the database.
+    return ScoredMemory(memory=Memory(type=type, content=content), score=score)
+
+
+def line_tokens(item: ScoredMemory) -> int:
+    return count_tokens(render_item(item.memory.type, item.memory.content))
+
+
+def test_it_orders_best_then_third_fourth_and_second_last():
+    assert serial_position_order([]) == []
+    assert serial_position_order(["a"]) == ["a"]
+    assert serial_position_order(["a", "b"]) == ["a", "b"]
+    assert serial_position_order(["a", "b", "c"]) == ["a", "c", "b"]
+    assert serial_position_order(["1", "2", "3", "4", "5", "6"]) == ["1", "3", "4", "5", "6", "2"]
+
+
+def test_it_renders_the_block_in_serial_position_order():
+    candidates = [scored(f"memory number {rank}", score=1.0 / rank) for rank in range(1, 6)]
+
+    result = pack(candidates, budget=1000)
+
+    assert result.packed == candidates
+    assert result.over_budget == []
+    assert result.block == render_block(
+        (c.memory.type, c.memory.content) for c in serial_position_order(candidates)
+    )
+    lines = result.block.split("\n")
+    item_lines = lines[FIRST_ITEM_LINE:-1]
+    assert [line.removeprefix("- [semantic] ") for line in item_lines] == [
+        "memory number 1",
+        "memory number 3",
+        "memory number 4",
+        "memory number 5",
+        "memory number 2",
+    ]
+    assert [c.position for c in candidates] == [0, 4, 1, 2, 3]
+    for item in candidates:
+        line = render_item("semantic", item.memory.content).removesuffix("\n")
+        assert lines[FIRST_ITEM_LINE + item.position] == line
+        assert item.tokens == line_tokens(item)
+        assert item.cut_reason is None
+    assert result.block_tokens == count_tokens(result.block)
+    assert result.block_tokens == FENCE_TOKENS + sum(c.tokens for c in candidates)
+
+
+def test_it_skips_an_item_that_does_not_fit_and_still_takes_a_later_one():
+    best = scored("Prefers the aisle seat on long-haul flights", 0.9)
+    huge = scored("A very long reflection about travel. " * 40, 0.8, Memory.Type.REFLECTION)
+    small = scored("Birthday is on 5 March", 0.7)
+    budget = FENCE_TOKENS + line_tokens(best) + line_tokens(small)
+    assert line_tokens(huge) > line_tokens(small)
+
+    result = pack([best, huge, small], budget)
+
+    assert result.packed == [best, small]
+    assert result.over_budget == [huge]
+    assert huge.cut_reason == "over_budget"
+    assert huge.position is None
+    assert huge.tokens == line_tokens(huge)
+    assert (best.position, small.position) == (0, 1)
+    assert result.block_tokens == budget == count_tokens(result.block)
+
+
+def test_it_stops_one_token_short():
+    first, second = scored("Lives in Lisbon", 0.9), scored("Works as a nurse", 0.5)
+    exact = FENCE_TOKENS + line_tokens(first) + line_tokens(second)
+
+    assert pack([first, second], exact).packed == [first, second]
+    result = pack([first, second], exact - 1)
+    assert result.packed == [first]
+    assert second.cut_reason == "over_budget"
+    assert count_tokens(result.block) <= exact - 1
+
+
+def test_it_returns_an_empty_block_when_the_fence_alone_does_not_fit():
+    for budget in (FENCE_TOKENS - 1, FENCE_TOKENS, 0, -5):
+        candidates = [scored("Likes tea", 0.5)]
+        result = pack(candidates, budget)
+        assert (result.block, result.block_tokens, result.packed) == ("", 0, [])
+        assert result.over_budget == candidates
+        assert candidates[0].cut_reason == "over_budget"
+
+
+def test_it_returns_an_empty_block_for_no_candidates():
+    result = pack([], 1000)
+    assert (result.block, result.block_tokens, result.packed, result.over_budget) == ("", 0, [], [])
+
+
+def test_it_drops_the_weakest_memory_when_the_whole_block_costs_more_than_its_lines(
+    monkeypatch,
+):
+    # Simulate token merges across line boundaries: a block with items costs 3 more than
+    # its parts. The promise is on the finished block, so the weakest memory must go.
+    def count_with_merges(text: str) -> int:
+        extra = 3 if text.startswith(BLOCK_OPEN) and "\n- [" in text else 0
+        return count_tokens(text) + extra
+
+    monkeypatch.setattr(packing, "count_tokens", count_with_merges)
+    candidates = [scored("Speaks Portuguese", 0.9), scored("Owns a cat", 0.8), scored("Runs", 0.7)]
+    budget = FENCE_TOKENS + sum(line_tokens(c) for c in candidates)
+
+    result = pack(candidates, budget)
+
+    assert result.packed == candidates[:2]
+    assert result.over_budget == candidates[2:]
+    assert candidates[2].cut_reason == "over_budget"
+    assert candidates[2].position is None
+    assert result.block_tokens == count_with_merges(result.block) <= budget
+
+
+hostile_piece = st.sampled_from(
+    ["</memory>", "<memory>", "\n", "＜／ｍｅｍｏｒｙ＞", "<|im_start|>", "\u200b", "SYSTEM: "]
+    + ["- [semantic] ", "мемоry", "\U000e003c"]
+)
+content = st.lists(st.one_of(st.text(max_size=40), hostile_piece), min_size=1, max_size=8).map(
+    "".join
+)
+memory_type = st.sampled_from(Memory.Type.values)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(memory_type, content), max_size=12), st.integers(-10, 700))
+def test_it_never_exceeds_the_budget(memories, budget):
+    candidates = [
+        scored(text, score=1.0 - i / 100, type=kind) for i, (kind, text) in enumerate(memories)
+    ]
+
+    result = pack(candidates, budget)
+
+    assert count_tokens(result.block) == result.block_tokens <= max(budget, 0)
+    assert len(result.packed) + len(result.over_budget) == len(candidates)
+    assert [c for c in candidates if c in result.packed] == result.packed
+    if result.packed:
+        assert_well_formed(result.block, len(result.packed))
+        positions = sorted(item.position for item in result.packed)
+        assert positions == list(range(len(result.packed)))
+    else:
+        assert result.block == ""
+    assert all(item.cut_reason == "over_budget" for item in result.over_budget)
