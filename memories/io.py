@@ -23,14 +23,14 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from tqdm import tqdm
 
 from memories.models import Memory, MemoryEvent, normalize_entities
 
-# Rows per INSERT statement; well under PostgreSQL's 65,535 bind parameters.
+# Rows per progress step on import, and per fetch on export.
 BATCH_SIZE = 2000
 # Files at least this large get a progress bar on stderr.
 PROGRESS_MIN_BYTES = 256 * 1024
@@ -54,6 +54,9 @@ FIELDS = frozenset(
     }
 )
 DATE_FIELDS = ("created_at", "last_confirmed_at", "last_retrieved_at")
+TYPES = tuple(Memory.Type.values)
+STATUSES = tuple(Memory.Status.values)
+SOURCES = tuple(Memory.Source.values)
 DEFAULT_STATUS = Memory.Status.ACTIVE
 DEFAULT_SOURCE = Memory.Source.IMPORT
 DEFAULT_CONFIDENCE = Memory._meta.get_field("confidence").default
@@ -119,7 +122,8 @@ def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str
     unknown = sorted(set(record) - FIELDS)
     if unknown:
         raise BadLine(f"unknown field {unknown[0]!r}")
-    if _contains_nul(record):
+    # Only an escaped \u0000 can still hide a NUL; look deeper only when one appears.
+    if "\\u0000" in text and _contains_nul(record):
         raise BadLine("contains a NUL byte (\\u0000)")
 
     content = record.get("content")
@@ -130,9 +134,9 @@ def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str
             f"content is {len(content)} characters long; at most "
             f"{settings.MAX_CONTENT_CHARS} are accepted"
         )
-    memory_type = _choice(record, "type", Memory.Type.values, default=None)
-    status = _choice(record, "status", Memory.Status.values, default=DEFAULT_STATUS)
-    source = _choice(record, "source", Memory.Source.values, default=DEFAULT_SOURCE)
+    memory_type = _choice(record, "type", TYPES, default=None)
+    status = _choice(record, "status", STATUSES, default=DEFAULT_STATUS)
+    source = _choice(record, "source", SOURCES, default=DEFAULT_SOURCE)
     dates = {name: _date(record, name) for name in DATE_FIELDS}
 
     key = _label(record, "id")
@@ -178,7 +182,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _choice(record: dict, name: str, allowed: list[str], *, default: str | None) -> str:
+def _choice(record: dict, name: str, allowed: tuple[str, ...], *, default: str | None) -> str:
     value = record.get(name)
     if value is None:
         if default is None:
@@ -407,45 +411,97 @@ def _insert(
     now: datetime,
     on_batch: Callable[[int], None],
 ) -> None:
-    by_depth: dict[int, list[ParsedLine]] = {}
-    for item in good:
-        by_depth.setdefault(item.depth, []).append(item)
-    pk_of: dict[int | str, int] = {}
+    """COPY the memories and their events in; ids come from the table's sequence up front.
+
+    Rows go in heads first, then level by level: the check constraint and the
+    successor trigger need a superseded row's successor to exist already, and
+    a row-level trigger sees the rows the same COPY wrote before it.
+    """
     reason = f"imported from {source_name}" if source_name else "imported"
-    with transaction.atomic():
-        # Heads first: a superseded row can only be inserted once its successor exists.
-        for depth in sorted(by_depth):
-            level = by_depth[depth]
-            for start in range(0, len(level), BATCH_SIZE):
-                batch = level[start : start + BATCH_SIZE]
-                rows = Memory.objects.bulk_create(
-                    [
-                        Memory(
-                            owner=owner,
-                            superseded_by_id=pk_of[item.successor_key] if depth else None,
-                            **item.fields,
-                        )
-                        for item in batch
-                    ]
+    with transaction.atomic(), connection.cursor() as cursor:
+        # In file order, so an export lists the memories in the order they came.
+        ids = sorted(_reserve_ids(cursor, len(good)))
+        pk_of = {item.line: pk for item, pk in zip(good, ids, strict=True)}
+        pk_of_key = {item.key: pk_of[item.line] for item in good if item.key is not None}
+        in_order = sorted(good, key=lambda item: (item.depth, item.line))
+
+        with cursor.cursor.copy(_copy_sql(Memory, MEMORY_COLUMNS)) as copy:
+            for written, item in enumerate(in_order, start=1):
+                fields = item.fields
+                copy.write_row(
+                    (
+                        pk_of[item.line],
+                        owner.pk,
+                        fields["type"],
+                        fields["content"],
+                        fields["status"],
+                        fields["entity_refs"],
+                        _vector_literal(fields["embedding"]),
+                        fields["confidence"],
+                        fields["source"],
+                        fields["session_id"],
+                        json.dumps(fields["metadata"]),
+                        fields["created_at"],
+                        fields["last_confirmed_at"],
+                        fields["last_retrieved_at"],
+                        pk_of_key[item.successor_key] if item.depth else None,
+                    )
                 )
-                for item, row in zip(batch, rows, strict=True):
-                    if item.key is not None:
-                        pk_of[item.key] = row.pk
-                MemoryEvent.objects.bulk_create(
-                    [
-                        MemoryEvent(
-                            memory_id=row.pk,
-                            owner=owner,
-                            action=MemoryEvent.Action.IMPORTED,
-                            via="import",
-                            reason=reason,
-                            data={"line": item.line},
-                            at=now,
-                        )
-                        for item, row in zip(batch, rows, strict=True)
-                    ]
+                if written % BATCH_SIZE == 0:
+                    on_batch(BATCH_SIZE)
+            on_batch(len(in_order) % BATCH_SIZE)
+
+        with cursor.cursor.copy(_copy_sql(MemoryEvent, EVENT_COLUMNS)) as copy:
+            for item in good:
+                copy.write_row(
+                    (
+                        pk_of[item.line],
+                        owner.pk,
+                        MemoryEvent.Action.IMPORTED.value,
+                        "import",
+                        reason,
+                        json.dumps({"line": item.line}),
+                        now,
+                    )
                 )
-                on_batch(len(batch))
+
+
+MEMORY_COLUMNS = (
+    "id",
+    "owner",
+    "type",
+    "content",
+    "status",
+    "entity_refs",
+    "embedding",
+    "confidence",
+    "source",
+    "session_id",
+    "metadata",
+    "created_at",
+    "last_confirmed_at",
+    "last_retrieved_at",
+    "superseded_by",
+)
+EVENT_COLUMNS = ("memory", "owner", "action", "via", "reason", "data", "at")
+
+
+def _copy_sql(model, field_names: tuple[str, ...]) -> str:
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(model._meta.get_field(name).column) for name in field_names)
+    return f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN"
+
+
+def _reserve_ids(cursor, count: int) -> list[int]:
+    cursor.execute(
+        "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+        [Memory._meta.db_table, count],
+    )
+    return [row[0] for row in cursor.fetchall()]
+
+
+def _vector_literal(embedding: list[float] | None) -> str | None:
+    return None if embedding is None else "[" + ",".join(repr(x) for x in embedding) + "]"
 
 
 # --- export ----------------------------------------------------------------------
@@ -484,6 +540,11 @@ def _vector(embedding) -> list[float] | None:
 
 def export_lines(owner) -> Iterator[str]:
     """Every memory of ``owner``, oldest id first, one JSON line each (no newline)."""
-    memories = Memory.objects.for_owner(owner).order_by("id").iterator(chunk_size=BATCH_SIZE)
+    memories = (
+        Memory.objects.for_owner(owner)
+        .defer("tsv")  # derived from content; import recomputes it
+        .order_by("id")
+        .iterator(chunk_size=BATCH_SIZE)
+    )
     for memory in memories:
         yield json.dumps(memory_record(memory), ensure_ascii=False)
