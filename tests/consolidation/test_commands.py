@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import importlib
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.apps import apps
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+from django_q.models import Schedule
+
+from memories.models import Memory, MemoryEvent
+from memories.tasks import consolidate_daily
+from tests.base import make_memory
+from tests.consolidation.helpers import axis
+
+SCHEDULE_MIGRATION = "memories.migrations.0002_daily_consolidation_schedule"
+
+
+def consolidate(*args: str) -> str:
+    out = StringIO()
+    call_command("consolidate", *args, stdout=out)
+    return out.getvalue()
+
+
+@pytest.fixture(autouse=True)
+def no_llm(settings):
+    settings.LLM_BASE_URL = ""
+
+
+def test_it_prints_the_plan_and_writes_nothing_on_a_dry_run(alice):
+    tea = make_memory(alice, "Alice likes tea.", embedding=axis(0))
+    make_memory(alice, "Alice likes tea!", embedding=axis(0))
+    rome = make_memory(
+        alice,
+        "Alice went to Rome.",
+        Memory.Type.EPISODIC,
+        created_at=timezone.now() - timedelta(days=200),
+    )
+    output = consolidate("--dry-run")
+    assert f"archive  #{rome.pk}" in output
+    assert f"merge    group 1: #{tea.pk}" in output
+    assert "Dry run: would merge 1 groups, archive 1, decay 0; nothing written." in output
+    assert not MemoryEvent.objects.exists()
+    assert Memory.objects.active().count() == 3
+
+
+def test_it_consolidates_one_owner(alice, bob):
+    for owner in (alice, bob):
+        make_memory(owner, "Likes tea.", embedding=axis(0))
+        make_memory(owner, "Likes tea!", embedding=axis(0))
+    output = consolidate("--owner", "alice")
+    assert "Consolidated: merged 1 groups (2 memories), archived 0, decayed 0." in output
+    assert Memory.objects.for_owner(bob).active().count() == 2
+
+
+def test_it_refuses_an_unknown_owner(db):
+    with pytest.raises(CommandError, match="No owner named 'mallory'"):
+        consolidate("--owner", "mallory")
+
+
+def test_it_schedules_the_daily_run_once(db):
+    migration = importlib.import_module(SCHEDULE_MIGRATION)
+    Schedule.objects.filter(name=migration.SCHEDULE_NAME).delete()
+    migration.create_schedule(apps, None)
+    migration.create_schedule(apps, None)
+    [schedule] = Schedule.objects.filter(name=migration.SCHEDULE_NAME)
+    assert schedule.func == "memories.tasks.consolidate_daily"
+    assert schedule.schedule_type == Schedule.DAILY
+    assert schedule.repeats == -1
+    assert schedule.next_run > timezone.now()
+
+
+def test_it_runs_the_scheduled_task(alice):
+    make_memory(alice, "Likes tea.", embedding=axis(0))
+    make_memory(alice, "Likes tea!", embedding=axis(0))
+    assert consolidate_daily() == "merged 1 groups (2 memories), archived 0, decayed 0"
