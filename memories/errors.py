@@ -12,6 +12,7 @@ pages to Django's usual HTML.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from typing import Any
 
@@ -27,9 +28,9 @@ from memories.models import IllegalTransition
 
 logger = logging.getLogger(__name__)
 
-# Paths whose errors are answered as JSON even outside a DRF view.
-API_PATH_PREFIXES = ("/v1/", "/internal/", "/api/")
-API_PATHS = ("/v1", "/internal", "/api")
+# Paths whose errors are answered as JSON even outside a DRF view: any API
+# version (/v1, /v2, ...), the internal surface and the schema.
+API_PATH = re.compile(r"^/(v[0-9]+|internal|api)(/|$)")
 
 DEFAULT_CODES = {
     400: "invalid_request",
@@ -107,8 +108,13 @@ def _validation_message(detail: Any, prefix: str = "") -> str:
     """The first error of a (nested) validation detail, as one readable sentence."""
     if isinstance(detail, dict):
         for field, inner in detail.items():
-            name = field if field != "non_field_errors" else ""
-            return _validation_message(inner, f"{prefix}.{name}" if prefix and name else name)
+            if isinstance(field, int):
+                name = f"{prefix}[{field}]"
+            elif field == "non_field_errors":
+                name = prefix
+            else:
+                name = f"{prefix}.{field}" if prefix else str(field)
+            return _validation_message(inner, name)
         return "The request is invalid."
     if isinstance(detail, list):
         for index, inner in enumerate(detail):
@@ -184,7 +190,7 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
 
 
 def is_api_path(path: str) -> bool:
-    return path in API_PATHS or path.startswith(API_PATH_PREFIXES)
+    return API_PATH.match(path) is not None
 
 
 def _json(status_code: int, code: str, message: str) -> JsonResponse:

@@ -56,8 +56,13 @@ def make_api(live_server):
 
 
 @pytest.fixture
-def alice_api(make_api, alice) -> ApiClient:
-    return make_api(issue_token(alice))
+def alice_token(alice) -> str:
+    return issue_token(alice)
+
+
+@pytest.fixture
+def alice_api(make_api, alice_token) -> ApiClient:
+    return make_api(alice_token)
 
 
 @pytest.fixture

@@ -1,0 +1,53 @@
+from django.core.cache import caches
+
+from memories.throttling import RATE_LIMIT_CACHE
+from tests.api.conftest import issue_token
+
+
+def test_it_answers_429_with_retry_after_over_the_limit(settings, make_api, alice):
+    settings.RATE_LIMIT_PER_MINUTE = 3
+    api = make_api(issue_token(alice))
+    answers = [api.get("/v1/memories") for _ in range(5)]
+    codes = [a.status_code for a in answers]
+    # The window is the calendar minute: if it turned during the loop, the count
+    # restarted, so at least the first three pass and at least one is refused.
+    assert codes[:3] == [200, 200, 200]
+    refused = [a for a in answers if a.status_code == 429]
+    assert refused
+    for answer in refused:
+        assert answer.json()["error"]["code"] == "rate_limited"
+        assert 1 <= int(answer.headers["Retry-After"]) <= 60
+
+
+def test_it_counts_each_token_on_its_own(settings, make_api, alice):
+    settings.RATE_LIMIT_PER_MINUTE = 2
+    first = make_api(issue_token(alice))
+    second = make_api(issue_token(alice))
+    for _ in range(3):
+        first.get("/v1/memories")
+    assert second.get("/v1/memories").status_code == 200
+
+
+def test_it_counts_in_the_database_cache_shared_by_workers(settings, make_api, alice):
+    settings.RATE_LIMIT_PER_MINUTE = 100
+    api = make_api(issue_token(alice))
+    for _ in range(3):
+        assert api.get("/v1/memories").status_code == 200
+    cache = caches[RATE_LIMIT_CACHE]
+    assert cache.__class__.__name__ == "DatabaseCache"
+    token_id = alice.api_tokens.get().pk
+    counts = [cache.get(f"token:{token_id}:{window}") for window in _recent_windows()]
+    assert sum(count or 0 for count in counts) == 3
+
+
+def test_it_turns_the_limit_off_at_zero(settings, make_api, alice):
+    settings.RATE_LIMIT_PER_MINUTE = 0
+    api = make_api(issue_token(alice))
+    assert all(api.get("/v1/memories").status_code == 200 for _ in range(5))
+
+
+def _recent_windows() -> list[int]:
+    import time
+
+    now = int(time.time() // 60)
+    return [now - 1, now]
