@@ -97,7 +97,8 @@ def _skeleton(text: str) -> tuple[str, list[int]]:
 
 
 def _neutralise_tags(text: str) -> str:
-    if not text:
+    # In plain ASCII only "<" itself can draw a "<"; most memories take this exit.
+    if text.isascii() and "<" not in text:
         return text
     skeleton, origins = _skeleton(text)
     starts = {origins[match.start()] for match in _FORBIDDEN_OPENING.finditer(skeleton)}
