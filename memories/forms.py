@@ -111,7 +111,7 @@ class InspectForm(forms.Form):
         max_length=settings.MAX_CONTENT_CHARS,
         strip=True,
         widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="What the owner might say to the assistant.",
+        help_text="Something you might say to your assistant.",
     )
     pipeline = forms.ChoiceField(
         choices=[(name, name.capitalize()) for name in PIPELINES],

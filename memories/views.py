@@ -380,7 +380,7 @@ def archive(request: HttpRequest, pk: int) -> HttpResponse:
     except IllegalTransition as error:
         messages.error(request, error.message)
     else:
-        messages.success(request, f"Archived {_quote(memory)}. It will no longer be recalled.")
+        messages.success(request, f"Archived {_quote(memory)}: it will no longer be recalled.")
     return redirect("memory-detail", pk=memory.pk)
 
 
