@@ -107,6 +107,7 @@ def _untouchable(char: str) -> bool:
     return not (
         "<" in unicodedata.normalize("NFKD", char)
         or char in _LOOKALIKES["<"]
+        or char == "\U000e003c"  # the tag character that mirrors "<"
         or char in LINE_BREAKS
         or unicodedata.category(char) == "Cc"
         or char in "\u202d\u202e"
