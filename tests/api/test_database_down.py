@@ -1,0 +1,170 @@
+"""A dead database is a JSON 503, never an HTML page, a 500 or a hang.
+
+The service runs for real in a gunicorn subprocess whose DATABASE_URL points at
+a port nobody listens on (refused at once), or at a listener that accepts and
+never answers (the connect timeout must end the wait).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICE_TOKEN = "service-token-for-the-db-down-test"
+# Any well-formed token: checking it needs the database.
+API_TOKEN = "tm_" + "a" * 43
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def silent_database() -> Iterator[int]:
+    """A TCP listener that accepts connections and never says a word."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        for connection in held:
+            connection.close()
+        server.close()
+
+
+@contextmanager
+def service(wsgi: str, database_port: int) -> Iterator[str]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://timothy:secret@127.0.0.1:{database_port}/timothy",
+        "TIMOTHY_SERVICE_TOKEN": SERVICE_TOKEN,
+        "TIMOTHY_EMBEDDING_PROVIDER": "none",
+        "DJANGO_SETTINGS_MODULE": "",
+    }
+    env.pop("DJANGO_SETTINGS_MODULE")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+            "--timeout",
+            "60",
+            f"{wsgi}:application",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            if process.poll() is not None:
+                raise RuntimeError(process.stderr.read().decode())
+            try:
+                # The worker may still be importing Django: wait for its answer.
+                requests.get(url + "/v1/", timeout=30)
+                break
+            except requests.ConnectionError:
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def assert_database_unavailable(response: requests.Response) -> None:
+    assert response.status_code == 503, response.text
+    assert response.headers["Content-Type"] == "application/json"
+    assert response.json()["error"]["code"] == "database_unavailable"
+
+
+@pytest.fixture(scope="module")
+def public_url() -> Iterator[str]:
+    with service("timothy.wsgi", free_port()) as url:
+        yield url
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("GET", "/v1/memories", None),
+        ("POST", "/v1/memories", {"content": "x", "type": "semantic", "mode": "remember"}),
+        ("POST", "/v1/memories/1", {"action": "confirm"}),
+        ("GET", "/v1/memories/1/chain", None),
+        ("POST", "/v1/memories/search", {"query": "anything"}),
+    ],
+)
+def test_it_answers_503_on_every_route_when_the_database_refuses(public_url, method, path, body):
+    response = requests.request(
+        method,
+        public_url + path,
+        json=body,
+        headers={"Authorization": f"Bearer {API_TOKEN}"},
+        timeout=30,
+    )
+    assert_database_unavailable(response)
+
+
+def test_it_still_answers_401_without_a_token(public_url):
+    response = requests.get(public_url + "/v1/memories", timeout=30)
+    assert response.status_code == 401
+
+
+def test_it_answers_503_on_the_internal_listener():
+    with service("timothy.internal_wsgi", free_port()) as url:
+        response = requests.post(
+            url + "/internal/v1/retrieve",
+            json={"owner": "alice", "query": "anything"},
+            headers={"Authorization": f"Bearer {SERVICE_TOKEN}"},
+            timeout=30,
+        )
+        assert_database_unavailable(response)
+        # And the internal listener serves nothing of the public API.
+        assert requests.get(url + "/v1/memories", timeout=30).status_code == 404
+
+
+def test_it_gives_up_on_a_database_that_never_answers():
+    with silent_database() as port, service("timothy.wsgi", port) as url:
+        # The connect timeout (5 s) ends the wait; the generous client timeout
+        # only keeps a regression from hanging the suite.
+        response = requests.get(
+            url + "/v1/memories", headers={"Authorization": f"Bearer {API_TOKEN}"}, timeout=60
+        )
+        assert_database_unavailable(response)
