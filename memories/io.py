@@ -460,10 +460,15 @@ def _insert(
                         MemoryEvent.Action.IMPORTED.value,
                         "import",
                         reason,
-                        json.dumps({"line": item.line}),
+                        json.dumps(_event_data(item)),
                         now,
                     )
                 )
+
+
+def _event_data(item: ParsedLine) -> dict[str, Any]:
+    """Where the memory came from: its line, and its id in the file if it had one."""
+    return {"line": item.line} if item.key is None else {"line": item.line, "id": item.key}
 
 
 MEMORY_COLUMNS = (

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from io import StringIO
+from io import BytesIO, StringIO, TextIOWrapper
 from pathlib import Path
 
 import pytest
@@ -116,6 +116,18 @@ def test_it_rebuilds_chains_whatever_the_line_order(alice, tmp_path):
     assert mine.get(content="w1").superseded_by == mine.get(content="v3")
     assert {m.content for m in head.chain()} == {"v1", "v2", "w1", "v3", "v4"}
     assert MemoryEvent.objects.filter(owner=alice, action="imported").count() == 5
+    assert MemoryEvent.objects.get(memory=mine.get(content="w1")).data == {"line": 3, "id": "w1"}
+
+
+def test_it_reads_stdin_when_the_file_is_a_dash(alice, monkeypatch):
+    stdin = TextIOWrapper(BytesIO(json.dumps(GOOD).encode() + b"\n"), encoding="utf-8")
+    monkeypatch.setattr("sys.stdin", stdin)
+
+    out, _ = run_import(Path("-"))
+
+    assert "Imported 1 memories for alice" in out
+    event = MemoryEvent.objects.get(owner=alice)
+    assert event.reason == "imported from stdin"
 
 
 def test_it_skips_blank_lines_and_a_byte_order_mark(alice, tmp_path):
