@@ -111,3 +111,7 @@ def test_it_never_touches_the_network(tmp_path, monkeypatch):
     assert len(fresh.encode_ordinary("hello world")) == 2
     assert (tmp_path / "bpe" / f"{O200K_BASE_SHA256}.tiktoken").exists()
     assert openai_public.load_tiktoken_bpe is tiktoken.load.load_tiktoken_bpe
+
+
+def test_it_counts_text_with_a_lone_surrogate_without_raising():
+    assert count_tokens("a\ud800b") == count_tokens("a\ufffdb")
