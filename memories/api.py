@@ -51,6 +51,7 @@ from memories.serializers import (
     SearchResultSerializer,
     SearchSerializer,
 )
+from retrieval.recall import recall
 from retrieval.results import RecallFailed
 from retrieval.serialize import memory_to_dict
 
@@ -124,8 +125,6 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
 
 def run_recall(owner, params: dict) -> Response:
     """The search answer for validated search parameters (public and internal)."""
-    from retrieval.recall import recall
-
     try:
         result = recall(
             owner,

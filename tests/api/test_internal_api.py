@@ -4,6 +4,7 @@ and never reachable through the public listener."""
 import pytest
 
 from tests.api.conftest import issue_token
+from tests.base import make_memory
 
 SERVICE_TOKEN = "service-secret-for-tests"
 INTERNAL_PATHS = ["/internal/v1/retrieve", "/internal/v1/extract"]
@@ -118,3 +119,15 @@ def test_it_limits_the_body(service_api, settings):
     settings.MAX_BODY_BYTES = 512
     response = service_api.post("/internal/v1/retrieve", {"owner": "alice", "query": "q" * 800})
     assert_json_error(response, 413, "payload_too_large")
+
+
+def test_it_retrieves_for_the_named_owner_like_search(service_api, alice, bob):
+    mine = make_memory(alice, "Alice prefers an aisle seat on long flights.")
+    make_memory(bob, "Bob prefers a window seat on long flights.")
+    body = {"query": "Which seat on long flights?", "token_budget": 300, "pipeline": "fusion"}
+    response = service_api.post("/internal/v1/retrieve", {"owner": "alice", **body})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert [m["id"] for m in answer["memories"]] == [mine.pk]
+    assert "Bob" not in answer["block"]
+    assert set(answer) >= {"memories", "block", "block_tokens", "token_budget", "pipeline", "legs"}

@@ -64,3 +64,15 @@ def test_it_answers_alices_ids_exactly_like_missing_ones(bob_api, alice_memory):
     assert theirs.status_code == nothing.status_code == 404
     assert theirs.json()["error"]["code"] == nothing.json()["error"]["code"]
     assert set(theirs.headers) == set(nothing.headers)
+
+
+def test_it_never_finds_alices_memories_in_bobs_search(bob_api, bob, alice_memory):
+    make_memory(bob, "Bob's locker is in the basement.", entities=["locker"])
+    for pipeline in ("fusion", "freshness"):
+        response = bob_api.post(
+            "/v1/memories/search", {"query": "What is the locker code?", "pipeline": pipeline}
+        )
+        assert response.status_code == 200
+        assert SECRET not in response.text
+        assert "4711" not in response.json()["block"]
+        assert all(m["id"] != alice_memory.pk for m in response.json()["memories"])
