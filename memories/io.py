@@ -62,6 +62,10 @@ DEFAULT_SOURCE = Memory.Source.IMPORT
 DEFAULT_CONFIDENCE = Memory._meta.get_field("confidence").default
 MAX_SESSION_ID = Memory._meta.get_field("session_id").max_length
 FLOAT32_MAX = 3.4028234663852886e38
+# Line breaks to str.splitlines() and editors that JSON leaves raw inside strings
+# (it escapes only control characters below U+0020); escaped on export so that
+# one memory is one line for every reader.
+LINE_BREAKS_ESCAPED = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
 class BadLine(Exception):
@@ -552,4 +556,4 @@ def export_lines(owner) -> Iterator[str]:
         .iterator(chunk_size=BATCH_SIZE)
     )
     for memory in memories:
-        yield json.dumps(memory_record(memory), ensure_ascii=False)
+        yield json.dumps(memory_record(memory), ensure_ascii=False).translate(LINE_BREAKS_ESCAPED)

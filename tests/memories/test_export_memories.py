@@ -142,3 +142,17 @@ def test_it_writes_to_a_file_and_says_so(alice, tmp_path):
 def test_it_refuses_an_unknown_owner(db):
     with pytest.raises(CommandError, match="no user 'nobody'"):
         export("nobody")
+
+
+def test_it_keeps_each_memory_on_one_line_for_any_reader(alice, bob, tmp_path):
+    tricky = "Line\u2028separator, paragraph\u2029separator, next\x85line,\nnewline, é, 🐈."
+    make_memory(alice, tricky, entities=["Zoë"])
+    make_memory(alice, "Second.")
+    path = tmp_path / "tricky.jsonl"
+
+    export("alice", path)
+    call_command("import_memories", str(path), "--owner", "bob", stdout=StringIO())
+
+    assert len(path.read_text(encoding="utf-8").splitlines()) == 2
+    assert "Zoë" in path.read_text(encoding="utf-8")
+    assert Memory.objects.for_owner(bob).filter(content=tricky, entity_refs=["Zoë"]).exists()
