@@ -34,11 +34,13 @@ from retrieval.constants import (
     VECTOR_EXACT_SCAN_MAX_ROWS,
 )
 from retrieval.lexemes import clean_query, or_tsquery, query_lexemes
+from retrieval.models import OwnerEntity
 from retrieval.results import LegReport
 
 logger = logging.getLogger(__name__)
 
 MEMORY_TABLE = Memory._meta.db_table
+OWNER_ENTITY_TABLE = OwnerEntity._meta.db_table
 T = TypeVar("T")
 QUERY_CANCELED = "57014"
 # How long past its own timeout the runner waits for a leg: the database cancels
@@ -63,15 +65,14 @@ class LegRequest:
     timeout: float = 3.0
 
 
-def _filters(request: LegRequest, *, with_types: bool = True) -> tuple[str, dict]:
+def _filters(request: LegRequest) -> tuple[str, dict]:
     """WHERE conditions every leg shares: owner, active, existing at as_of, type."""
     # status is a literal so the planner can use the indexes built on active rows.
     sql = "m.owner_id = %(owner_id)s AND m.status = 'active' AND m.created_at <= %(as_of)s"
     params: dict = {"owner_id": request.owner_id, "as_of": request.as_of, "limit": request.limit}
     if request.types:
         params["types"] = list(request.types)
-        if with_types:
-            sql += " AND m.type = ANY(%(types)s)"
+        sql += " AND m.type = ANY(%(types)s)"
     return sql, params
 
 
@@ -178,32 +179,33 @@ def entity_leg(cursor, request: LegRequest) -> list[int]:
     candidates = entity_candidates(request.query)
     if not candidates:
         return []
-    # Lower-case with PostgreSQL's lower(), the same function the index uses.
-    cursor.execute(
-        "SELECT array_agg(DISTINCT %s::text || ':' || lower(c)) FROM unnest(%s::text[]) AS c",
-        [request.owner_id, sorted(candidates)],
-    )
-    keys = cursor.fetchone()[0]
-    # Rarity counts over all the owner's active memories; only the answer is filtered.
-    where, params = _filters(request, with_types=False)
-    params["keys"] = keys
-    type_filter = "WHERE h.type = ANY(%(types)s)" if request.types else ""
+    # One index probe per stretch of the query in the owner's dictionary,
+    # lower-cased by PostgreSQL's lower() like the stored keys.
     cursor.execute(
         f"""
-        WITH hits AS (
-            SELECT m.id, m.type, {REFERENCE_TIME_SQL} AS reference_time, key
-            FROM {MEMORY_TABLE} m
-            CROSS JOIN LATERAL unnest(timothy_owner_entity_keys(m.owner_id, m.entity_refs)) AS key
-            WHERE {where}
-              AND timothy_owner_entity_keys(m.owner_id, m.entity_refs) && %(keys)s::text[]
-              AND key = ANY(%(keys)s::text[])
-        ),
-        rarity AS (SELECT key, count(*) AS memories FROM hits GROUP BY key)
-        SELECT h.id
-        FROM hits h JOIN rarity r USING (key)
-        {type_filter}
-        GROUP BY h.id
-        ORDER BY count(*) DESC, min(r.memories) ASC, max(h.reference_time) DESC, h.id DESC
+        SELECT e.key, e.memories FROM {OWNER_ENTITY_TABLE} e
+        WHERE e.owner_id = %s AND e.memories > 0
+          AND e.key = ANY(ARRAY(SELECT DISTINCT lower(c) FROM unnest(%s::text[]) AS c))
+        """,
+        [request.owner_id, sorted(candidates)],
+    )
+    named = dict(cursor.fetchall())
+    if not named:
+        return []
+    where, params = _filters(request)
+    params["keys"] = [f"{request.owner_id}:{key}" for key in named]
+    params["counts"] = list(named.values())
+    cursor.execute(
+        f"""
+        SELECT m.id FROM {MEMORY_TABLE} m
+        CROSS JOIN LATERAL (
+            SELECT count(*) AS matched, min(w.memories) AS rarest
+            FROM unnest(timothy_owner_entity_keys(m.owner_id, m.entity_refs)) AS k(key)
+            JOIN unnest(%(keys)s::text[], %(counts)s::int[]) AS w(key, memories) USING (key)
+        ) AS named
+        WHERE {where}
+          AND timothy_owner_entity_keys(m.owner_id, m.entity_refs) && %(keys)s::text[]
+        ORDER BY named.matched DESC, named.rarest ASC, {REFERENCE_TIME_SQL} DESC, m.id DESC
         LIMIT %(limit)s
         """,
         params,

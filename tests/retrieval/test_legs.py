@@ -18,6 +18,7 @@ from retrieval.legs import (
     text_leg,
     vector_leg,
 )
+from retrieval.models import OwnerEntity
 from tests.base import make_memory
 from tests.retrieval.helpers import axis, vector
 
@@ -206,6 +207,43 @@ def test_it_finds_entity_matches_through_the_owner_entity_index(alice):
         )
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "memory_owner_entity_keys_gin" in plan
+
+
+def entity_counts(owner) -> dict[str, int]:
+    return dict(
+        OwnerEntity.objects.filter(owner=owner, memories__gt=0).values_list("key", "memories")
+    )
+
+
+@pytest.mark.django_db
+def test_it_keeps_the_owners_entity_counts_through_every_transition(alice, bob):
+    first = Memory.remember(alice, "a", "semantic", entities=["Ann", "Paris"])
+    proposal = Memory.propose(alice, "b", "semantic", entities=["ANN"])
+    Memory.remember(bob, "c", "semantic", entities=["Ann"])
+    assert entity_counts(alice) == {"ann": 1, "paris": 1}
+    proposal.confirm()
+    assert entity_counts(alice) == {"ann": 2, "paris": 1}
+    proposal.reconfirm()
+    assert entity_counts(alice) == {"ann": 2, "paris": 1}
+    first.supersede("a2", entities=["Ann", "Lisbon"])
+    assert entity_counts(alice) == {"ann": 2, "lisbon": 1}
+    proposal.archive()
+    assert entity_counts(alice) == {"ann": 1, "lisbon": 1}
+    assert entity_counts(bob) == {"ann": 1}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT timothy_rebuild_owner_entities()")
+    assert entity_counts(alice) == {"ann": 1, "lisbon": 1}
+
+
+@pytest.mark.django_db
+def test_it_ranks_rarity_by_the_dictionary(alice):
+    rare = make_memory(alice, "a", entities=["Oslo"])
+    common = make_memory(alice, "b", entities=["Bergen"])
+    make_memory(alice, "c", entities=["Bergen"])
+    make_memory(alice, "d", entities=["Bergen"], status=Memory.Status.ARCHIVED)
+    assert entity_counts(alice) == {"oslo": 1, "bergen": 2}
+    found = run(entity_leg, alice, "Bergen or Oslo")
+    assert found[0] == rare.pk and common.pk in found
 
 
 # --- vector ---------------------------------------------------------------------
