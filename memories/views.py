@@ -8,7 +8,10 @@ owner, so another owner's id is a 404.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import wraps
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -18,12 +21,14 @@ from django.db.models import BooleanField, Count, Q
 from django.db.models.expressions import RawSQL
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.text import Truncator
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memories.diff import DiffPiece, word_diff
 from memories.forms import (
+    REASON_MAX_CHARS,
     BulkActionForm,
     InspectForm,
     MemoryEditForm,
@@ -44,6 +49,31 @@ LATEST_EVENTS = 12
 LEG_PREVIEW = 10
 # Session key holding a freshly issued token until the tokens page shows it once.
 NEW_TOKEN_SESSION_KEY = "timothy_new_token"
+# Set by static/js/timothy.js to the browser's IANA time zone.
+TIME_ZONE_COOKIE = "timothy_tz"
+
+
+def _zone(name: str) -> ZoneInfo | None:
+    if not name or len(name) > 64:
+        return None
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+def owner_time_zone(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Show times in the browser's time zone when it told us one, else settings.TIME_ZONE."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        zone = _zone(request.COOKIES.get(TIME_ZONE_COOKIE, ""))
+        if zone is None:
+            return view(request, *args, **kwargs)
+        with timezone.override(zone):
+            return view(request, *args, **kwargs)
+
+    return wrapper
 
 
 def _owned(request: HttpRequest, pk: int) -> Memory:
@@ -68,6 +98,7 @@ def _back(request: HttpRequest, default: str) -> HttpResponse:
 
 
 @login_required
+@owner_time_zone
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
     memories = Memory.objects.for_owner(request.user)
@@ -116,6 +147,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@owner_time_zone
 @require_GET
 def queue(request: HttpRequest) -> HttpResponse:
     pending = Memory.objects.for_owner(request.user).pending()
@@ -128,6 +160,7 @@ def queue(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@owner_time_zone
 @require_POST
 def confirm(request: HttpRequest, pk: int) -> HttpResponse:
     memory = _owned(request, pk)
@@ -143,12 +176,13 @@ def confirm(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
+@owner_time_zone
 @require_POST
 def reject(request: HttpRequest, pk: int) -> HttpResponse:
     memory = _owned(request, pk)
     form = ReasonForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "The reason is too long (500 characters at most).")
+        messages.error(request, f"The reason is too long ({REASON_MAX_CHARS} characters at most).")
         return _back(request, "queue")
     try:
         memory.reject(actor=request.user, via=VIA, reason=form.cleaned_data["reason"])
@@ -160,6 +194,7 @@ def reject(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
+@owner_time_zone
 @require_POST
 def bulk(request: HttpRequest) -> HttpResponse:
     form = BulkActionForm(request.POST)
@@ -226,6 +261,7 @@ def _filtered(owner, form: MemoryFilterForm):
 
 
 @login_required
+@owner_time_zone
 @require_GET
 def memory_list(request: HttpRequest) -> HttpResponse:
     form = MemoryFilterForm(request.GET or None)
@@ -283,6 +319,7 @@ def _versions(chain: list[Memory], current: Memory) -> list[Version]:
 
 
 @login_required
+@owner_time_zone
 @require_GET
 def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
     memory = _owned(request, pk)
@@ -307,6 +344,7 @@ def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
+@owner_time_zone
 @require_http_methods(["GET", "POST"])
 def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
     memory = _owned(request, pk)
@@ -355,6 +393,7 @@ def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
+@owner_time_zone
 @require_POST
 def reconfirm(request: HttpRequest, pk: int) -> HttpResponse:
     memory = _owned(request, pk)
@@ -368,6 +407,7 @@ def reconfirm(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
+@owner_time_zone
 @require_http_methods(["GET", "POST"])
 def archive(request: HttpRequest, pk: int) -> HttpResponse:
     """GET (or a POST without ``confirmed``) asks first; the confirmed POST archives."""
@@ -388,6 +428,7 @@ def archive(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
+@owner_time_zone
 @require_GET
 def tokens(request: HttpRequest) -> HttpResponse:
     return _tokens_page(request, TokenForm())
@@ -408,6 +449,7 @@ def _tokens_page(request: HttpRequest, form: TokenForm, status: int = 200) -> Ht
 
 
 @login_required
+@owner_time_zone
 @require_POST
 def token_create(request: HttpRequest) -> HttpResponse:
     form = TokenForm(request.POST)
@@ -422,6 +464,7 @@ def token_create(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@owner_time_zone
 @require_POST
 def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
     token = get_object_or_404(ApiToken.objects.filter(owner=request.user), pk=pk)
@@ -558,6 +601,7 @@ def _top(items: list[ScoredMemory], part: str) -> float:
 
 
 @login_required
+@owner_time_zone
 @require_http_methods(["GET", "POST"])
 def inspect(request: HttpRequest) -> HttpResponse:
     """What recall would hand the assistant for a message, and why. Never stamps recall.

@@ -4,6 +4,17 @@
 
   document.documentElement.classList.add("js");
 
+  // Tell the server the browser's time zone, so later pages show local times.
+  try {
+    var zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    var current = (document.cookie.match(/(?:^|; )timothy_tz=([^;]*)/) || [])[1];
+    // IANA names only hold letters, digits, "/", "_", "-" and "+": safe in a cookie as they are.
+    if (zone && /^[A-Za-z0-9_+\/-]+$/.test(zone) && current !== zone) {
+      document.cookie = "timothy_tz=" + zone +
+        "; path=/; max-age=31536000; samesite=lax" + (location.protocol === "https:" ? "; secure" : "");
+    }
+  } catch (error) { /* no Intl: the server's zone is used */ }
+
   // Controls that only make sense with JavaScript are rendered hidden.
   document.querySelectorAll("[data-js-only], [data-select-all], [data-select-all-label], [data-copy]")
     .forEach(function (element) { element.hidden = false; });

@@ -57,11 +57,17 @@ def stranger(transactional_db):
     return get_user_model().objects.create_user("sam", password=PASSWORD)
 
 
-def new_page(browser: Browser, *, viewport: dict = LAPTOP, javascript: bool = True) -> Page:
+def new_page(
+    browser: Browser,
+    *,
+    viewport: dict = LAPTOP,
+    javascript: bool = True,
+    timezone: str = settings.TIME_ZONE,
+) -> Page:
     context = browser.new_context(
         viewport=viewport,
         java_script_enabled=javascript,
-        timezone_id=settings.TIME_ZONE,
+        timezone_id=timezone,
         locale="en-GB",
     )
     context.set_default_timeout(10_000)

@@ -1,8 +1,10 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
+from memories.models import Memory
 from memories.templatetags.pages import percent_of, relative, when
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -35,3 +37,22 @@ def test_it_says_never_for_a_missing_time():
 )
 def test_it_makes_bar_widths(value, whole, expected):
     assert percent_of(value, whole) == expected
+
+
+@pytest.mark.django_db
+def test_it_uses_the_browsers_time_zone_when_it_sent_one(alice_client, alice):
+    memory = Memory.propose(alice, "Alice is in Tokyo.", "semantic")
+    Memory.objects.filter(pk=memory.pk).update(created_at=datetime(2026, 1, 10, 20, 0, tzinfo=UTC))
+    alice_client.cookies["timothy_tz"] = "Asia/Tokyo"
+    body = alice_client.get(reverse("queue")).content.decode()
+    assert "11 Jan 2026, 05:00 JST" in body
+    assert "times in JST" in body
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("cookie", ["Not/AZone", "../../etc/passwd", "x" * 100, ""])
+def test_it_ignores_a_time_zone_it_does_not_know(alice_client, settings, cookie):
+    alice_client.cookies["timothy_tz"] = cookie
+    response = alice_client.get(reverse("home"))
+    assert response.status_code == 200
+    assert f"times in {settings.TIME_ZONE}" in response.content.decode()
