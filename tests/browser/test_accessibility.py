@@ -3,7 +3,7 @@ from playwright.sync_api import expect
 
 from memories.models import ApiToken, Memory
 from tests.base import make_memory
-from tests.browser.conftest import log_in, new_page, screenshot
+from tests.browser.conftest import PASSWORD, log_in, new_page, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -71,4 +71,20 @@ def test_it_shows_times_in_the_browsers_time_zone(browser, live_server, owner):
     page.goto(f"{live_server.url}/memories/")
     expect(page.locator("footer")).to_contain_text("times in JST")
     expect(page.locator(".memories-table time").first).to_contain_text("JST")
+    page.context.close()
+
+
+def test_it_says_when_the_password_is_wrong(browser, live_server, owner):
+    page = new_page(browser)
+    page.goto(f"{live_server.url}/queue/")
+    expect(page).to_have_url(f"{live_server.url}/login/?next=/queue/")
+    assert page.evaluate(UNLABELLED_CONTROLS) == []
+    page.get_by_label("Username").fill("olivia")
+    page.get_by_label("Password").fill("not-the-password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("do not match")
+    screenshot(page, "login-failed")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(f"{live_server.url}/queue/")
     page.context.close()
