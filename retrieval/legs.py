@@ -92,12 +92,15 @@ def local_settings(cursor, values: dict[str, str]) -> Iterator[None]:
     savepoint's rollback restores them by itself.
     """
     names = list(values)
+    params: list[str] = []
+    for name, value in values.items():
+        params += [name, name, value]
+    # One round trip: read each old value, then set the new one.
     cursor.execute(
-        "SELECT " + ", ".join("current_setting(%s, true)" for _ in names),
-        names,
+        "SELECT " + ", ".join("current_setting(%s, true), set_config(%s, %s, true)" for _ in names),
+        params,
     )
-    previous = cursor.fetchone()
-    _set_local(cursor, values)
+    previous = cursor.fetchone()[0::2]
     yield
     _set_local(cursor, {name: old or "" for name, old in zip(names, previous, strict=True)})
 
