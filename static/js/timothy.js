@@ -133,13 +133,23 @@
     items.forEach(function (item, i) { item.classList.toggle("is-current", i === current); });
     items[current].focus({ preventScroll: true });
     items[current].scrollIntoView({ block: "nearest" });
-    try { sessionStorage.setItem(STORAGE_KEY, String(current)); } catch (error) { /* private mode */ }
   }
 
   // After an action the page reloads; the same position now holds the next proposal.
   var saved = null;
-  try { saved = sessionStorage.getItem(STORAGE_KEY); } catch (error) { saved = null; }
+  try {
+    saved = sessionStorage.getItem(STORAGE_KEY);
+    sessionStorage.removeItem(STORAGE_KEY);
+  } catch (error) { saved = null; }
   if (saved !== null && items.length) { move(parseInt(saved, 10) || 0); }
+
+  items.forEach(function (item, i) {
+    item.querySelectorAll("form").forEach(function (form) {
+      form.addEventListener("submit", function () {
+        try { sessionStorage.setItem(STORAGE_KEY, String(i)); } catch (error) { /* private mode */ }
+      });
+    });
+  });
 
   items.forEach(function (item, i) {
     item.addEventListener("click", function () {
