@@ -58,20 +58,32 @@ class MemoryEditForm(forms.Form):
         return split_entities(self.cleaned_data["entities"])
 
 
+class MemoryIdsField(forms.Field):
+    """Several memory ids (ticked checkboxes). Ownership is checked against the database."""
+
+    widget = forms.MultipleHiddenInput
+    default_error_messages = {
+        "required": "Select at least one memory.",
+        "invalid": "Memory ids are whole numbers.",
+    }
+
+    def to_python(self, value) -> list[int]:
+        if not value:
+            return []
+        values = value if isinstance(value, list | tuple) else [value]
+        if not all(str(item).isdigit() for item in values):
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return sorted({int(item) for item in values})
+
+
 class BulkActionForm(forms.Form):
     ACTIONS = [("confirm", "Confirm"), ("reject", "Reject")]
 
     action = forms.ChoiceField(choices=ACTIONS)
-    ids = forms.TypedMultipleChoiceField(coerce=int, choices=[])
+    ids = MemoryIdsField()
     reason = forms.CharField(
         required=False, max_length=REASON_MAX_CHARS, strip=True, label="Reason (optional)"
     )
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        # Any whole number is accepted here; ownership is checked against the database.
-        self.fields["ids"].valid_value = lambda value: str(value).isdigit()
-        self.fields["ids"].error_messages["required"] = "Select at least one memory."
 
 
 SORTS = {

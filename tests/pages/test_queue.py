@@ -220,3 +220,14 @@ def test_it_refuses_an_unknown_bulk_action(alice_client, alice):
     assert "not one of the available choices" in flashes(response)[0]
     memory.refresh_from_db()
     assert memory.status == "proposed"
+
+
+@pytest.mark.django_db
+def test_it_refuses_ids_that_are_not_numbers(alice_client, alice):
+    memory = propose(alice, "Mine.")
+    response = alice_client.post(
+        reverse("queue-bulk"), {"action": "confirm", "ids": [memory.pk, "1; drop"]}, follow=True
+    )
+    assert flashes(response) == ["Memory ids are whole numbers."]
+    memory.refresh_from_db()
+    assert memory.status == "proposed"
