@@ -37,7 +37,7 @@ from rest_framework.views import APIView
 
 from memories.errors import ApiError, PayloadTooLarge
 from memories.idempotency import HEADER as IDEMPOTENCY_HEADER
-from memories.idempotency import MAX_KEY_CHARS, run_idempotently
+from memories.idempotency import KEY_PATTERN, run_idempotently
 from memories.models import Memory, MemoryEvent
 from memories.serializers import (
     ALL_STATUSES,
@@ -294,7 +294,7 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
 
 IDEMPOTENCY_PARAMETER = OpenApiParameter(
     IDEMPOTENCY_HEADER,
-    {"type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS, "pattern": "^[!-~]+$"},
+    {"type": "string", "pattern": KEY_PATTERN},
     location=OpenApiParameter.HEADER,
     description="Retrying with the same key returns the first answer instead of writing "
     "twice (header Idempotent-Replayed: true).",

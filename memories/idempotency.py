@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 
 from django.db import IntegrityError, transaction
@@ -29,6 +30,8 @@ from memories.models import IdempotencyRecord, IllegalTransition
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 MAX_KEY_CHARS = 200
+# Visible ASCII, no spaces: what survives every HTTP stack unchanged.
+KEY_PATTERN = rf"^[!-~]{{1,{MAX_KEY_CHARS}}}$"
 
 
 def idempotency_key(request: Request) -> str | None:
@@ -36,11 +39,11 @@ def idempotency_key(request: Request) -> str | None:
     if raw is None:
         return None
     key = raw.strip()
-    if not key or len(key) > MAX_KEY_CHARS or not key.isprintable():
+    if not re.fullmatch(KEY_PATTERN, key):
         raise ApiError(
             status.HTTP_400_BAD_REQUEST,
             "invalid_idempotency_key",
-            f"{HEADER} must be 1 to {MAX_KEY_CHARS} printable characters.",
+            f"{HEADER} must be 1 to {MAX_KEY_CHARS} visible ASCII characters, no spaces.",
         )
     return key
 
