@@ -1,0 +1,524 @@
+"""Benchmark recall on a scratch database filled with synthetic memories.
+
+Creates a separate database on the same server (never the service's own),
+migrates it, bulk-loads realistic synthetic memories with COPY, runs recall
+for random owners with precomputed query embeddings, prints latency
+percentiles of the whole call and of each leg, and drops the database unless
+``--keep`` is given.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+
+import numpy as np
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection, connections
+from django.utils import timezone
+from psycopg import sql
+from psycopg.types.json import Jsonb
+from tqdm import tqdm
+
+from memories.models import Memory
+from retrieval.constants import PIPELINES
+from retrieval.recall import recall
+
+BENCH_OWNER_PREFIX = "bench-owner-"
+BATCH_ROWS = 20_000
+TOPICS = 64
+# How far a memory's embedding strays from its topic's centre (and a query's).
+MEMORY_NOISE = 0.35
+QUERY_NOISE = 0.25
+# Share of an owner's memories in each status.
+STATUSES = (("active", 0.9), ("archived", 0.05), ("proposed", 0.05))
+TYPES = (("semantic", 0.45), ("preference", 0.2), ("episodic", 0.3), ("reflection", 0.05))
+WARMUP_QUERIES = 20
+# Share of queries about a topic the owner has memories on.
+OWN_TOPIC_SHARE = 0.8
+ENTITY_TRIGGER = "memory_counts_owner_entities"
+# Column types of the binary COPY, in the order of the column list.
+COPY_TYPES = [
+    "int4",
+    "text",
+    "text",
+    "text",
+    "text[]",
+    "vector",
+    "float8",
+    "text",
+    "text",
+    "jsonb",
+    "timestamptz",
+    "timestamptz",
+]
+
+FIRST_NAMES = [
+    "Ann",
+    "Ben",
+    "Chloe",
+    "Dmitri",
+    "Elena",
+    "Farid",
+    "Grace",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Kemal",
+    "Lena",
+    "Marco",
+    "Nadia",
+    "Omar",
+    "Priya",
+    "Quentin",
+    "Rosa",
+    "Sven",
+    "Tamar",
+    "Uma",
+    "Victor",
+    "Wen",
+    "Ximena",
+    "Yusuf",
+    "Zoe",
+    "Aiko",
+    "Bruno",
+    "Carmen",
+    "Diego",
+    "Esther",
+    "Felix",
+    "Gita",
+    "Hugo",
+    "Ivana",
+    "Jamal",
+    "Kira",
+    "Luis",
+    "Mira",
+    "Nils",
+    "Olga",
+    "Pablo",
+    "Rania",
+    "Sami",
+    "Tess",
+    "Ulla",
+    "Vera",
+    "Wilhelm",
+    "Yara",
+    "Zack",
+]
+LAST_NAMES = [
+    "Smith",
+    "Okafor",
+    "Nguyen",
+    "Garcia",
+    "Müller",
+    "Rossi",
+    "Kowalski",
+    "Tanaka",
+    "Haddad",
+    "Silva",
+    "Novak",
+    "Jensen",
+    "Ivanova",
+    "Dubois",
+    "Costa",
+    "Moreau",
+    "Brown",
+    "Lindqvist",
+    "Petrov",
+    "Kaya",
+    "Singh",
+    "Cohen",
+    "Mendes",
+    "Fischer",
+    "Horvat",
+]
+PLACES = [
+    "Paris",
+    "Lisbon",
+    "Tokyo",
+    "Nairobi",
+    "Berlin",
+    "Oslo",
+    "Lima",
+    "Seoul",
+    "Cairo",
+    "Denver",
+    "Quebec",
+    "Porto",
+    "Kyoto",
+    "Vienna",
+    "Dublin",
+    "Austin",
+    "Prague",
+    "Hanoi",
+    "Sydney",
+    "Zurich",
+    "Madrid",
+    "Boston",
+    "Warsaw",
+    "Accra",
+    "Bergen",
+    "Florence",
+]
+TOPIC_WORDS = [
+    words.split()
+    for words in (
+        "flight seat aisle window airline layover passport luggage boarding lounge",
+        "coffee espresso latte beans grinder roast barista mug cafe brew",
+        "running marathon training pace shoes trail race stretch sprint hill",
+        "piano lesson scales chord sheet music recital teacher practice tempo",
+        "garden tomato basil compost seeds soil watering harvest greenhouse pruning",
+        "python code review deploy database migration query index server bug",
+        "birthday party cake candles gift surprise invitation balloon dinner toast",
+        "doctor appointment allergy prescription dentist checkup vaccine clinic pharmacy",
+        "budget savings mortgage invoice taxes salary pension account loan expense",
+        "novel chapter author library poetry bookshop reading series fiction essay",
+        "cooking recipe pasta curry oven spice knife bake vegetarian sauce",
+        "football match stadium season goal coach league tickets derby referee",
+        "hiking mountain tent campfire summit backpack map ridge valley cabin",
+        "movie cinema director sequel trailer documentary actor screenplay festival premiere",
+        "kids school homework teacher playground lunchbox pickup recital uniform grades",
+        "car repair tyres engine mechanic insurance garage battery brakes mileage",
+    )
+]
+TEMPLATES = (
+    "{first} prefers {w0} and {w1} when in {place}.",
+    "Talked with {first} {last} about the {w0} and the {w1}.",
+    "Booked {w0} for {place} next {day}; {first} will bring the {w1}.",
+    "Remember that the {w0} in {place} needs a new {w1} before {day}.",
+    "{first} {last} recommended a {w0} near {place} for {w2}.",
+    "Felt the {w0} went well, but the {w1} and {w2} need more attention.",
+    "Always asks for {w0} without {w1}; {first} knows this.",
+    "On {day} at {place}: {w0}, {w1}, then {w2} with {first}.",
+)
+DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+QUERY_TEMPLATES = (
+    "What do I usually prefer for {w0} and {w1}?",
+    "When is the {w0} with {first}?",
+    "Anything about {w0} in {place}?",
+    "What did {first} {last} say about {w1}?",
+    "Remind me about my {w0}",
+)
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))
+    return ordered[index]
+
+
+class Synthesizer:
+    """Clustered memories: a topic decides the words and the embedding's neighbourhood."""
+
+    def __init__(self, seed: int, dimensions: int) -> None:
+        self.random = random.Random(seed)
+        self.numbers = np.random.default_rng(seed)
+        centres = self.numbers.standard_normal((TOPICS, dimensions)).astype(np.float32)
+        self.centres = centres / np.linalg.norm(centres, axis=1, keepdims=True)
+        self.dimensions = dimensions
+
+    def embeddings(self, topics: np.ndarray, noise: float) -> np.ndarray:
+        jitter = self.numbers.standard_normal((len(topics), self.dimensions)).astype(np.float32)
+        vectors = self.centres[topics] + noise * jitter / np.sqrt(self.dimensions) * 4
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    def slots(self, topic: int) -> dict[str, str]:
+        words = TOPIC_WORDS[topic % len(TOPIC_WORDS)]
+        # Half the words come from the topic, the rest from anywhere: realistic overlap.
+        picks = [
+            self.random.choice(
+                words if self.random.random() < 0.7 else self.random.choice(TOPIC_WORDS)
+            )
+            for _ in range(3)
+        ]
+        return {
+            "first": self.random.choice(FIRST_NAMES),
+            "last": self.random.choice(LAST_NAMES),
+            "place": self.random.choice(PLACES),
+            "day": self.random.choice(DAYS),
+            "w0": picks[0],
+            "w1": picks[1],
+            "w2": picks[2],
+        }
+
+    def memory_text(self, topic: int) -> tuple[str, list[str]]:
+        slots = self.slots(topic)
+        text = self.random.choice(TEMPLATES).format(**slots)
+        entities = []
+        if "{first}" in text or slots["first"] in text:
+            entities.append(
+                f"{slots['first']} {slots['last']}" if slots["last"] in text else slots["first"]
+            )
+        if slots["place"] in text:
+            entities.append(slots["place"])
+        return text, entities
+
+    def query_text(self, topic: int) -> str:
+        return self.random.choice(QUERY_TEMPLATES).format(**self.slots(topic))
+
+    def weighted(self, choices: tuple[tuple[str, float], ...], count: int) -> list[str]:
+        names = [name for name, _ in choices]
+        weights = [weight for _, weight in choices]
+        return self.random.choices(names, weights=weights, k=count)
+
+
+class Command(BaseCommand):
+    help = "Fill a scratch database with synthetic memories and measure recall latency."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--memories", type=int, default=10_000, help="memories per owner")
+        parser.add_argument("--owners", type=int, default=1)
+        parser.add_argument("--queries", type=int, default=200)
+        parser.add_argument("--pipeline", choices=PIPELINES, default="fusion")
+        parser.add_argument("--budget", type=int, default=None, help="token budget per recall")
+        parser.add_argument("--database", default="timothy_bench", help="scratch database name")
+        parser.add_argument("--keep", action="store_true", help="keep the scratch database")
+        parser.add_argument(
+            "--reuse", action="store_true", help="reuse a kept scratch database: skip the fill"
+        )
+        parser.add_argument("--seed", type=int, default=7)
+
+    def handle(self, *args, **options) -> None:
+        database = options["database"]
+        alias_settings = connections.settings["default"]
+        original = alias_settings["NAME"]
+        if database == original:
+            raise CommandError("The scratch database must not be the service's own database.")
+        exists = self._database_exists(database)
+        if exists and not options["reuse"]:
+            self._drop(database)
+            exists = False
+        if not exists:
+            self._create(database)
+        connections.close_all()
+        alias_settings["NAME"] = database
+        synthesizer = Synthesizer(options["seed"], settings.EMBEDDING_DIMENSIONS)
+        try:
+            if not exists:
+                call_command("migrate", verbosity=0)
+                self._fill(synthesizer, options["owners"], options["memories"])
+            self._run_queries(synthesizer, options)
+        finally:
+            connections.close_all()
+            alias_settings["NAME"] = original
+            if not options["keep"]:
+                self._drop(database)
+
+    # --- scratch database ---------------------------------------------------------
+
+    def _database_exists(self, name: str) -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+            return cursor.fetchone() is not None
+
+    def _create(self, name: str) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)).as_string())
+
+    def _drop(self, name: str) -> None:
+        connections.close_all()
+        # FORCE: the leg workers' idle connections to the scratch database go too.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+                .format(sql.Identifier(name))
+                .as_string()
+            )
+        self.stdout.write(f"dropped scratch database {name}")
+
+    # --- fill -----------------------------------------------------------------------
+
+    def _fill(self, synthesizer: Synthesizer, owners: int, per_owner: int) -> None:
+        User = get_user_model()
+        User.objects.bulk_create(
+            User(username=f"{BENCH_OWNER_PREFIX}{index}", password="!") for index in range(owners)
+        )
+        owner_ids = list(
+            User.objects.filter(username__startswith=BENCH_OWNER_PREFIX).values_list(
+                "pk", flat=True
+            )
+        )
+        total = owners * per_owner
+        table = Memory._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s "
+                "AND indexname NOT LIKE '%%_pkey'",
+                [table],
+            )
+            indexes = cursor.fetchall()
+            # Building indexes once after the load is much faster than row by row.
+            for name, _ in indexes:
+                cursor.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)).as_string())
+            # Likewise the entity dictionary: counted once after the load, not per row.
+            cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER {ENTITY_TRIGGER}")
+
+        from pgvector.psycopg import register_vector
+
+        connection.ensure_connection()
+        raw = connection.connection
+        register_vector(raw)
+        started = time.perf_counter()
+        with tqdm(total=total, unit="rows", desc="COPY memories") as progress:
+            for batch in self._batches(synthesizer, owner_ids, per_owner):
+                with (
+                    raw.cursor() as cursor,
+                    cursor.copy(
+                        f"COPY {table} (owner_id, type, content, status, entity_refs, embedding, "
+                        "confidence, source, session_id, metadata, created_at, last_confirmed_at) "
+                        "FROM STDIN (FORMAT BINARY)"
+                    ) as copy,
+                ):
+                    copy.set_types(COPY_TYPES)
+                    for row in batch:
+                        copy.write_row(row)
+                progress.update(len(batch))
+        copy_seconds = time.perf_counter() - started
+        self.stdout.write(
+            f"filled {total:,} memories for {owners} owner(s) in {copy_seconds:.1f} s "
+            f"({total / copy_seconds:,.0f} rows/s, COPY without indexes)"
+        )
+        started = time.perf_counter()
+        with connection.cursor() as cursor:
+            cursor.execute("SET maintenance_work_mem = '4GB'")
+            cursor.execute("SET max_parallel_maintenance_workers = 1")
+            for _name, definition in tqdm(indexes, desc="indexes", unit="index"):
+                cursor.execute(definition)
+            cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER {ENTITY_TRIGGER}")
+            cursor.execute("SELECT timothy_rebuild_owner_entities()")
+            cursor.execute(f"VACUUM ANALYZE {table}")
+            cursor.execute("VACUUM ANALYZE retrieval_ownerentity")
+        index_seconds = time.perf_counter() - started
+        self.stdout.write(
+            f"built {len(indexes)} indexes and analysed in {index_seconds:.1f} s "
+            f"(fill total {copy_seconds + index_seconds:.1f} s, "
+            f"{total / (copy_seconds + index_seconds):,.0f} rows/s)"
+        )
+
+    def _batches(
+        self, synthesizer: Synthesizer, owner_ids: list[int], per_owner: int
+    ) -> Iterator[list[tuple]]:
+        now = timezone.now()
+        two_years = 730 * 86400
+        for owner_id in owner_ids:
+            # Each owner writes about a handful of favourite topics.
+            favourites = synthesizer.numbers.choice(TOPICS, size=8, replace=False)
+            for offset in range(0, per_owner, BATCH_ROWS):
+                count = min(BATCH_ROWS, per_owner - offset)
+                topics = synthesizer.numbers.choice(favourites, size=count)
+                vectors = synthesizer.embeddings(topics, MEMORY_NOISE)
+                statuses = synthesizer.weighted(STATUSES, count)
+                types = synthesizer.weighted(TYPES, count)
+                ages = synthesizer.numbers.integers(0, two_years, size=count)
+                rows = []
+                for index in range(count):
+                    text, entities = synthesizer.memory_text(int(topics[index]))
+                    created = now - timedelta(seconds=int(ages[index]))
+                    active = statuses[index] == "active"
+                    rows.append(
+                        (
+                            owner_id,
+                            types[index],
+                            text,
+                            statuses[index],
+                            entities,
+                            vectors[index],
+                            0.8,
+                            "import",
+                            "",
+                            Jsonb({}),
+                            created,
+                            created if active else None,
+                        )
+                    )
+                yield rows
+
+    # --- queries --------------------------------------------------------------------
+
+    def _run_queries(self, synthesizer: Synthesizer, options) -> None:
+        owners = list(
+            get_user_model()
+            .objects.filter(username__startswith=BENCH_OWNER_PREFIX)
+            .values_list("pk", "username")
+        )
+        if not owners:
+            raise CommandError("The scratch database holds no bench owners.")
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*), count(DISTINCT owner_id) FROM memories_memory")
+            rows, owner_count = cursor.fetchone()
+        self.stdout.write(
+            f"database {options['database']}: {rows:,} memories, {owner_count} owners"
+        )
+        User = get_user_model()
+        owner_objects = {pk: User(pk=pk, username=name) for pk, name in owners}
+        planned = []
+        for _ in range(WARMUP_QUERIES + options["queries"]):
+            owner_id = synthesizer.random.choice(owners)[0]
+            topic = self._query_topic(synthesizer, owner_id)
+            embedding = synthesizer.embeddings(np.array([topic]), QUERY_NOISE)[0].tolist()
+            planned.append((owner_objects[owner_id], synthesizer.query_text(topic), embedding))
+        totals: list[float] = []
+        per_leg: dict[str, list[float]] = {}
+        counts: list[int] = []
+        statuses: dict[str, dict[str, int]] = {}
+        for index, (owner, query, embedding) in enumerate(
+            tqdm(planned, desc="recall", unit="query")
+        ):
+            started = time.perf_counter()
+            result = recall(
+                owner,
+                query,
+                pipeline=options["pipeline"],
+                token_budget=options["budget"],
+                query_embedding=embedding,
+            )
+            elapsed = (time.perf_counter() - started) * 1000
+            if index < WARMUP_QUERIES:
+                continue
+            totals.append(elapsed)
+            counts.append(len(result.memories))
+            for name, report in result.legs.items():
+                per_leg.setdefault(name, []).append(report.ms)
+                tally = statuses.setdefault(name, {})
+                tally[report.status] = tally.get(report.status, 0) + 1
+        self.stdout.write(
+            f"{len(totals)} queries after {WARMUP_QUERIES} warm-up, "
+            f"pipeline {options['pipeline']}, "
+            f"{statistics.mean(counts):.1f} memories packed on average"
+        )
+        self.stdout.write(f"{'':14}{'p50':>9}{'p95':>9}{'p99':>9}  (ms)")
+        self._line("recall", totals)
+        for name, values in per_leg.items():
+            outcome = ", ".join(f"{status} {count}" for status, count in statuses[name].items())
+            self._line(f"  {name}", values, outcome)
+
+    def _query_topic(self, synthesizer: Synthesizer, owner_id: int) -> int:
+        """Mostly a topic the owner has memories about (people ask about their own
+        life), sometimes any topic: the topic of a random memory of theirs."""
+        if synthesizer.random.random() >= OWN_TOPIC_SHARE:
+            return synthesizer.random.randrange(TOPICS)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT embedding::text FROM memories_memory WHERE owner_id = %s "
+                "AND status = 'active' AND embedding IS NOT NULL ORDER BY id OFFSET %s LIMIT 1",
+                [owner_id, synthesizer.random.randrange(100)],
+            )
+            row = cursor.fetchone()
+        if row is None:
+            return synthesizer.random.randrange(TOPICS)
+        vector = np.array([float(x) for x in row[0].strip("[]").split(",")], dtype=np.float32)
+        return int(np.argmax(synthesizer.centres @ vector))
+
+    def _line(self, label: str, values: list[float], note: str = "") -> None:
+        self.stdout.write(
+            f"{label:14}{percentile(values, 0.5):9.2f}{percentile(values, 0.95):9.2f}"
+            f"{percentile(values, 0.99):9.2f}  {note}"
+        )

@@ -1,0 +1,50 @@
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+SCRATCH = "test_retrieval_bench_smoke"
+
+
+def database_exists(name: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        return cursor.fetchone() is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_fills_a_scratch_database_measures_and_drops_it():
+    test_database = connection.settings_dict["NAME"]
+    out = StringIO()
+    call_command(
+        "bench_recall",
+        "--memories",
+        "40",
+        "--owners",
+        "2",
+        "--queries",
+        "5",
+        "--database",
+        SCRATCH,
+        stdout=out,
+    )
+    text = out.getvalue()
+    assert "filled 80 memories for 2 owner(s)" in text
+    assert "database test_retrieval_bench_smoke: 80 memories, 2 owners" in text
+    lines = {line.split()[0]: line.split()[1:] for line in text.splitlines() if line.strip()}
+    for name in ("recall", "vector", "text", "entity"):
+        p50, p95, p99 = (float(value) for value in lines[name][:3])
+        assert 0 < p50 <= p95 <= p99
+    assert "ok 5" in " ".join(lines["text"])
+    assert not database_exists(SCRATCH)
+    # The command leaves the test database the connection pointed at.
+    assert connection.settings_dict["NAME"] == test_database
+
+
+@pytest.mark.django_db
+def test_it_refuses_the_services_own_database():
+    from django.core.management import CommandError
+
+    with pytest.raises(CommandError, match="must not be the service's own"):
+        call_command("bench_recall", "--database", connection.settings_dict["NAME"])
