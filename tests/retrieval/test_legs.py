@@ -302,6 +302,11 @@ def test_it_returns_thirty_among_many_other_owners_rows(alice, bob, monkeypatch,
     # active rows are further away. Filtering after an ordinary index scan
     # would come back short.
     monkeypatch.setattr(legs, "VECTOR_EXACT_SCAN_MAX_ROWS", exact_max)
+    exact_scans = []
+    exact_nearest = legs._exact_nearest
+    monkeypatch.setattr(
+        legs, "_exact_nearest", lambda *args: exact_scans.append(1) or exact_nearest(*args)
+    )
     _bulk_memories(bob, 3000, lambda i: vector((0, 1.0), (1 + i % 300, 0.01)))
     _bulk_memories(alice, 300, lambda i: vector((0, 1.0), (2, 0.02)), status="archived")
     _bulk_memories(alice, 35, lambda i: vector((0, 1.0), (10 + i, 0.5 + i / 100)))
@@ -317,6 +322,8 @@ def test_it_returns_thirty_among_many_other_owners_rows(alice, bob, monkeypatch,
         .values_list("pk", flat=True)
     )[:30]
     assert set(found) == set(expected)
+    # Through the index, the iterative scan alone found all thirty.
+    assert len(exact_scans) == (0 if exact_max == 0 else 1)
 
 
 # --- running --------------------------------------------------------------------
