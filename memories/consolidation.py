@@ -9,7 +9,8 @@ reason ``consolidation``. Run twice in a row, the second run finds nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -30,12 +31,19 @@ VIA = "consolidation"
 NEAR_DUPLICATE_MIN_COSINE = 0.95
 # Neighbours asked of the vector index per memory; a larger group is still
 # joined up, through the neighbours' own neighbours.
-NEIGHBOURS = 10
+NEIGHBOURS = 5
 # Memories whose neighbours are fetched in one query.
 SCAN_BATCH = 2000
-# Candidate list size of the HNSW search; near-duplicates are the very nearest
-# neighbours, so the default is plenty.
-HNSW_EF_SEARCH = 40
+# Searches and merge batches run at once, each on its own database connection.
+WORKERS = 2
+# Candidate list size of the HNSW search. Near-duplicates are the very nearest
+# neighbours, so a short list finds them; it halves the search time against
+# pgvector's default of 40 (see docs/consolidation.md).
+HNSW_EF_SEARCH = 20
+# Merges committed together: one commit per batch rather than per group. Each
+# group is still all or nothing; a crash loses at most the batch in flight,
+# whose groups all stay untouched.
+MERGE_BATCH = 50
 
 # Episodic memories not retrieved for this long (never retrieved: since
 # creation) are archived.
@@ -152,19 +160,27 @@ class Outcome:
 # --- planning ----------------------------------------------------------------
 
 
-def plan(owner=None, *, now: datetime | None = None) -> Plan:
-    """What consolidation would do now; reads only."""
+def plan(
+    owner=None, *, now: datetime | None = None, progress: Callable[[int], None] | None = None
+) -> Plan:
+    """What consolidation would do now; reads only.
+
+    ``progress`` is called with the number of memories whose neighbours were
+    just searched.
+    """
     now = now or timezone.now()
     result = Plan(now=now)
     result.archives = [_member(m) for m in _stale_episodic(owner, now)]
     archived = {member.id for member in result.archives}
     for owner_id in _owners_with_embeddings(owner):
-        pairs = near_duplicate_pairs(owner_id)
-        for ids in group_pairs(pairs):
-            ids = [i for i in ids if i not in archived]
-            if len(ids) > 1:
-                rows = Memory.objects.filter(pk__in=ids).order_by("pk")
-                result.merges.append(MergeGroup([_member(row) for row in rows]))
+        pairs = near_duplicate_pairs(owner_id, progress=progress)
+        groups = [
+            kept
+            for kept in ([i for i in ids if i not in archived] for ids in group_pairs(pairs))
+            if len(kept) > 1
+        ]
+        rows = Memory.objects.defer("embedding", "tsv").in_bulk([i for ids in groups for i in ids])
+        result.merges.extend(MergeGroup([_member(rows[i]) for i in ids]) for ids in groups)
     merged = {member.id for group in result.merges for member in group.members}
     for memory in _stale_semantic(owner, now):
         if memory.pk not in merged:
@@ -254,7 +270,6 @@ def near_duplicate_pairs(
     Each memory asks the HNSW index for its nearest neighbours, so the cost
     grows with the number of memories, not with the number of pairs.
     """
-    table = Memory._meta.db_table
     ids = list(
         Memory.objects.for_owner(owner_id)
         .active()
@@ -262,35 +277,41 @@ def near_duplicate_pairs(
         .order_by("pk")
         .values_list("pk", flat=True)
     )
+    batches = [ids[start : start + SCAN_BATCH] for start in range(0, len(ids), SCAN_BATCH)]
     pairs: list[tuple[int, int]] = []
-    for start in range(0, len(ids), SCAN_BATCH):
-        batch = ids[start : start + SCAN_BATCH]
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {int(HNSW_EF_SEARCH)}")
-            # The owner filter is applied after the index scan; keep scanning
-            # until enough of this owner's rows are found.
-            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cursor.execute(
-                f"""
-                SELECT m.id, n.id
-                FROM {table} m
-                CROSS JOIN LATERAL (
-                    SELECT o.id, o.embedding <=> m.embedding AS distance
-                    FROM {table} o
-                    WHERE o.status = 'active' AND o.owner_id = m.owner_id
-                      AND o.embedding IS NOT NULL
-                    ORDER BY o.embedding <=> m.embedding
-                    LIMIT %s
-                ) n
-                WHERE m.id = ANY(%s) AND m.status = 'active' AND m.embedding IS NOT NULL
-                  AND n.id <> m.id AND n.distance <= %s
-                """,
-                [neighbours + 1, batch, 1.0 - min_cosine],
-            )
-            pairs.extend((a, b) for a, b in cursor.fetchall())
+    found = _map_batches(_neighbour_pairs, batches, neighbours, 1.0 - min_cosine)
+    for batch, batch_pairs in zip(batches, found, strict=True):
+        pairs.extend(batch_pairs)
         if progress is not None:
             progress(len(batch))
     return pairs
+
+
+def _neighbour_pairs(batch: list[int], neighbours: int, max_distance: float):
+    table = Memory._meta.db_table
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(HNSW_EF_SEARCH)}")
+        # The owner filter is applied after the index scan; keep scanning
+        # until enough of this owner's rows are found.
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute(
+            f"""
+            SELECT m.id, n.id
+            FROM {table} m
+            CROSS JOIN LATERAL (
+                SELECT o.id, o.embedding <=> m.embedding AS distance
+                FROM {table} o
+                WHERE o.status = 'active' AND o.owner_id = m.owner_id
+                  AND o.embedding IS NOT NULL
+                ORDER BY o.embedding <=> m.embedding
+                LIMIT %s
+            ) n
+            WHERE m.id = ANY(%s) AND m.status = 'active' AND m.embedding IS NOT NULL
+              AND n.id <> m.id AND n.distance <= %s
+            """,
+            [neighbours + 1, batch, max_distance],
+        )
+        return [(a, b) for a, b in cursor.fetchall()]
 
 
 def group_pairs(pairs: Iterable[tuple[int, int]]) -> list[list[int]]:
@@ -338,16 +359,18 @@ def apply(
         except (IllegalTransition, Memory.DoesNotExist):
             outcome.skipped += 1
     canonical: dict[int, int] = {}
-    for index, group in enumerate(plan.merges):
-        new = merge_group(group, use_llm=use_llm)
-        if new is None:
-            outcome.skipped += 1
-        else:
-            canonical[index] = new.pk
-            outcome.merged_groups += 1
-            outcome.superseded += len(group.members)
+    numbered = list(enumerate(plan.merges))
+    batches = [numbered[i : i + MERGE_BATCH] for i in range(0, len(numbered), MERGE_BATCH)]
+    for batch, results in zip(batches, _map_batches(_merge_batch, batches, use_llm), strict=True):
+        for (index, group), new_id in zip(batch, results, strict=True):
+            if new_id is None:
+                outcome.skipped += 1
+            else:
+                canonical[index] = new_id
+                outcome.merged_groups += 1
+                outcome.superseded += len(group.members)
         if progress is not None:
-            progress(1)
+            progress(len(batch))
     for decay in plan.decays:
         memory_id = decay.memory_id if decay.group is None else canonical.get(decay.group)
         if memory_id is None:
@@ -364,29 +387,65 @@ def apply(
     return outcome
 
 
-def merge_group(group: MergeGroup, *, use_llm: bool) -> Memory | None:
-    """Supersede the group with one canonical memory; None if a member changed meanwhile."""
-    strongest = group.strongest
-    content = strongest.content
-    if use_llm:
-        content = _merged_text(group) or content
-    embedding = None
-    if content == strongest.content:
-        # Same text as the strongest member: its vector is the canonical one's.
-        embedding = (
-            Memory.objects.filter(pk=strongest.id).values_list("embedding", flat=True).first()
+def _map_batches(function, batches: list, *args) -> Iterator:
+    """``function(batch, *args)`` for each batch, yielded in order.
+
+    With more than one batch, WORKERS threads run them at once, each on its
+    own database connection; not when the caller is inside a transaction,
+    whose rows other connections could not see.
+    """
+    if len(batches) < 2 or connection.in_atomic_block or WORKERS < 2:
+        for batch in batches:
+            yield function(batch, *args)
+        return
+
+    def run(batch):
+        try:
+            return function(batch, *args)
+        finally:
+            connection.close()  # this worker thread's own connection
+
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        yield from pool.map(run, batches)
+
+
+def _merge_batch(batch: list[tuple[int, MergeGroup]], use_llm: bool) -> list[int | None]:
+    """Merge a batch of groups in one transaction; the canonical id of each (None: skipped)."""
+    # The LLM is asked before the transaction, so no lock waits on the network.
+    texts = [_canonical_text(group, use_llm) for _, group in batch]
+    vectors = dict(
+        Memory.objects.filter(pk__in=[group.strongest.id for _, group in batch]).values_list(
+            "pk", "embedding"
         )
+    )
+    results: list[int | None] = []
+    with transaction.atomic():
+        for (_, group), text in zip(batch, texts, strict=True):
+            # Same text as the strongest member: its vector is the canonical one's.
+            vector = vectors.get(group.strongest.id) if text == group.strongest.content else None
+            new = merge_group(group, text, vector)
+            results.append(None if new is None else new.pk)
+    return results
+
+
+def merge_group(group: MergeGroup, content: str, embedding) -> Memory | None:
+    """Supersede the group with one canonical memory; None if a member changed meanwhile."""
     try:
         return Memory.merge(
             group.ids,
             content,
             via=VIA,
             reason=REASON,
-            embedding=embedding.tolist() if hasattr(embedding, "tolist") else embedding,
+            embedding=None if embedding is None else [float(x) for x in embedding],
         )
     except IllegalTransition as error:
         logger.info("Consolidation skipped a group: %s", error)
         return None
+
+
+def _canonical_text(group: MergeGroup, use_llm: bool) -> str:
+    """The LLM's merged sentence, or without one (or when it fails) the strongest member's."""
+    return (_merged_text(group) if use_llm else None) or group.strongest.content
 
 
 def _merged_text(group: MergeGroup) -> str | None:

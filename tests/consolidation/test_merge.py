@@ -147,8 +147,12 @@ def test_it_consolidates_only_the_given_owner(alice, bob, settings):
     assert Memory.objects.for_owner(bob).active().count() == 2
 
 
-def test_it_leaves_a_group_untouched_when_it_crashes_midway(alice, settings, monkeypatch):
+@pytest.mark.parametrize("batch, first_merged", [(1, True), (50, False)])
+def test_it_leaves_every_group_merged_or_untouched_after_a_crash(
+    alice, settings, monkeypatch, batch, first_merged
+):
     settings.LLM_BASE_URL = ""
+    monkeypatch.setattr(consolidation, "MERGE_BATCH", batch)
     first = [make_memory(alice, f"Tea {i}.", embedding=axis(0)) for i in range(2)]
     second = [make_memory(alice, f"Porto {i}.", embedding=axis(1)) for i in range(3)]
     original_log = Memory.log
@@ -166,16 +170,18 @@ def test_it_leaves_a_group_untouched_when_it_crashes_midway(alice, settings, mon
         consolidation.consolidate()
     for member in first:
         member.refresh_from_db()
-        assert member.status == Memory.Status.SUPERSEDED
+        assert (member.status == Memory.Status.SUPERSEDED) is first_merged
     for member in second:
         member.refresh_from_db()
         assert member.status == Memory.Status.ACTIVE
         assert member.superseded_by_id is None
         assert not member.events.exists()
-    assert Memory.objects.filter(source=Memory.Source.CONSOLIDATION).count() == 1
+    canonical = Memory.objects.filter(source=Memory.Source.CONSOLIDATION)
+    assert canonical.count() == (1 if first_merged else 0)
     monkeypatch.setattr(Memory, "log", original_log)
     _, outcome = consolidation.consolidate()
-    assert outcome.merged_groups == 1 and outcome.superseded == 3
+    assert outcome.merged_groups == (1 if first_merged else 2)
+    assert Memory.objects.for_owner(alice).active().count() == 2
 
 
 def test_it_skips_a_group_that_changed_after_planning(planted, settings):
