@@ -111,7 +111,10 @@ def home(request: HttpRequest) -> HttpResponse:
         {
             "type": type_label,
             "value": type_value,
-            "cells": [counts.get((status, type_value), 0) for status in Memory.Status.values],
+            "cells": [
+                (label, counts.get((status, type_value), 0))
+                for status, label in Memory.Status.choices
+            ],
             "total": sum(counts.get((status, type_value), 0) for status in Memory.Status.values),
         }
         for type_value, type_label in Memory.Type.choices
