@@ -235,25 +235,28 @@ def vector_leg(cursor, request: LegRequest) -> list[int]:
     where, params = _filters(request)
     params["embedding"] = vector_literal(embedding)
     params["exact_max"] = VECTOR_EXACT_SCAN_MAX_ROWS
+    # How big is this owner? Counted up to the threshold only, from the
+    # (owner, status, created_at) index alone, without touching rows.
     cursor.execute(
         f"""
         SELECT count(*) FROM (
             SELECT 1 FROM {MEMORY_TABLE} m
-            WHERE {where} AND m.embedding IS NOT NULL
+            WHERE m.owner_id = %(owner_id)s AND m.status = 'active'
+              AND m.created_at <= %(as_of)s
             LIMIT %(exact_max)s + 1
         ) AS owned
         """,
         params,
     )
-    embedded = cursor.fetchone()[0]
-    if embedded == 0:
+    if cursor.fetchone()[0] > VECTOR_EXACT_SCAN_MAX_ROWS:
+        ids = _approximate_nearest(cursor, where, params)
+        if len(ids) >= request.limit:
+            return ids
+    # A small owner, or the walk gave up before finding enough of this
+    # owner's rows (few of them carry vectors, or they lie far away).
+    ids = _exact_nearest(cursor, where, params)
+    if not ids:
         raise LegSkipped("no embeddings stored")
-    if embedded <= VECTOR_EXACT_SCAN_MAX_ROWS:
-        return _exact_nearest(cursor, where, params)
-    ids = _approximate_nearest(cursor, where, params)
-    if len(ids) < min(request.limit, embedded):
-        # The walk gave up before finding enough of this owner's rows.
-        ids = _exact_nearest(cursor, where, params)
     return ids
 
 
