@@ -9,6 +9,7 @@ percentiles of the whole call and of each leg, and drops the database unless
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import time
@@ -27,6 +28,7 @@ from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
 from memories.models import Memory
+from retrieval import legs
 from retrieval.constants import PIPELINES
 from retrieval.recall import recall
 
@@ -285,6 +287,12 @@ class Command(BaseCommand):
             "--reuse", action="store_true", help="reuse a kept scratch database: skip the fill"
         )
         parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument(
+            "--exact-scan-max",
+            type=int,
+            default=None,
+            help="override VECTOR_EXACT_SCAN_MAX_ROWS for this run (to compare strategies)",
+        )
 
     def handle(self, *args, **options) -> None:
         database = options["database"]
@@ -301,6 +309,8 @@ class Command(BaseCommand):
         connections.close_all()
         alias_settings["NAME"] = database
         synthesizer = Synthesizer(options["seed"], settings.EMBEDDING_DIMENSIONS)
+        if options["exact_scan_max"] is not None:
+            legs.VECTOR_EXACT_SCAN_MAX_ROWS = options["exact_scan_max"]
         try:
             if not exists:
                 call_command("migrate", verbosity=0)
@@ -465,6 +475,7 @@ class Command(BaseCommand):
             topic = self._query_topic(synthesizer, owner_id)
             embedding = synthesizer.embeddings(np.array([topic]), QUERY_NOISE)[0].tolist()
             planned.append((owner_objects[owner_id], synthesizer.query_text(topic), embedding))
+        load_before = os.getloadavg()[0]
         totals: list[float] = []
         per_leg: dict[str, list[float]] = {}
         counts: list[int] = []
@@ -489,6 +500,11 @@ class Command(BaseCommand):
                 per_leg.setdefault(name, []).append(report.ms)
                 tally = statuses.setdefault(name, {})
                 tally[report.status] = tally.get(report.status, 0) + 1
+        self.stdout.write(
+            f"machine: {os.cpu_count()} cores, load average {load_before:.1f} before the "
+            f"queries, {os.getloadavg()[0]:.1f} after (above the core count: contended run)"
+        )
+        self.stdout.write(f"vector leg exact scan up to {legs.VECTOR_EXACT_SCAN_MAX_ROWS} rows")
         self.stdout.write(
             f"{len(totals)} queries after {WARMUP_QUERIES} warm-up, "
             f"pipeline {options['pipeline']}, "
