@@ -52,6 +52,7 @@ from memories.serializers import (
     SearchSerializer,
 )
 from retrieval.recall import recall
+from retrieval.render import render_block
 from retrieval.results import RecallFailed
 from retrieval.serialize import memory_to_dict
 
@@ -315,6 +316,82 @@ MEMORY_EXAMPLE = {
     "superseded_by": None,
 }
 
+CHAIN_EXAMPLE = {
+    "head_id": 57,
+    "memories": [
+        MEMORY_EXAMPLE
+        | {
+            "status": "superseded",
+            "superseded_by": 57,
+            "events": [
+                {
+                    "action": "created",
+                    "at": "2026-05-01T09:30:00+00:00",
+                    "actor": "owner",
+                    "via": "api",
+                    "reason": "",
+                    "data": {},
+                },
+                {
+                    "action": "superseded",
+                    "at": "2026-06-02T18:04:11+00:00",
+                    "actor": "owner",
+                    "via": "api",
+                    "reason": "changed her mind",
+                    "data": {"from": "active", "successor": 57},
+                },
+            ],
+        },
+        MEMORY_EXAMPLE
+        | {
+            "id": 57,
+            "content": "Prefers a window seat on long-haul flights.",
+            "created_at": "2026-06-02T18:04:11+00:00",
+            "last_confirmed_at": "2026-06-02T18:04:11+00:00",
+            "events": [
+                {
+                    "action": "version",
+                    "at": "2026-06-02T18:04:11+00:00",
+                    "actor": "owner",
+                    "via": "api",
+                    "reason": "changed her mind",
+                    "data": {"supersedes": [42]},
+                }
+            ],
+        },
+    ],
+}
+
+SEARCH_EXAMPLE = {
+    "pipeline": "fusion",
+    "as_of": "2026-11-30T02:40:00+00:00",
+    "memories": [
+        MEMORY_EXAMPLE
+        | {
+            "last_retrieved_at": "2026-11-30T02:40:00+00:00",
+            "score": 0.0323,
+            "score_parts": {
+                "ranks": {"text": 1, "entity": 1},
+                "rrf": 0.0328,
+                "decay": 0.985,
+                "weight": 1.0,
+                "final": 0.0323,
+            },
+            "tokens": 12,
+            "position": 0,
+        }
+    ],
+    "block": render_block([("preference", "Prefers an aisle seat on long-haul flights.")]),
+    "block_tokens": 48,
+    "token_budget": 512,
+    "legs": {
+        "vector": {"status": "ok", "ms": 8.1, "count": 30},
+        "text": {"status": "ok", "ms": 3.4, "count": 1},
+        "entity": {"status": "ok", "ms": 1.2, "count": 1},
+    },
+    "ms": 14.9,
+}
+
 MEMORY_ID_PARAMETER = OpenApiParameter(
     "memory_id", OpenApiTypes.INT64, location=OpenApiParameter.PATH
 )
@@ -467,6 +544,7 @@ class MemoryChainView(ApiView):
         "each with its events (who, when, via what, why).",
         parameters=[MEMORY_ID_PARAMETER],
         responses={200: ChainSerializer, **errors(401, 404, 429, 503)},
+        examples=[OpenApiExample("a chain of two", value=CHAIN_EXAMPLE, response_only=True)],
     )
     def get(self, request: Request, memory_id: int) -> Response:
         memory = owned_memory(request.user, memory_id)
@@ -491,7 +569,8 @@ class MemorySearchView(ApiView):
                     "pipeline": "fusion",
                 },
                 request_only=True,
-            )
+            ),
+            OpenApiExample("found", value=SEARCH_EXAMPLE, response_only=True),
         ],
     )
     def post(self, request: Request) -> Response:

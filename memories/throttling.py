@@ -17,7 +17,7 @@ import time
 from django.conf import settings
 from django.core.cache import caches
 from django.core.management import call_command
-from django.db import ProgrammingError, connections, router, transaction
+from django.db import IntegrityError, ProgrammingError, connections, router, transaction
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
@@ -45,7 +45,12 @@ def ensure_rate_limit_table() -> None:
         return
     with _table_lock:
         if not _table_ready:
-            call_command("createcachetable", database=_cache_database(), verbosity=0)
+            try:
+                call_command("createcachetable", database=_cache_database(), verbosity=0)
+            except (IntegrityError, ProgrammingError):
+                # Another worker process created it at the same moment; the
+                # second look finds it and does nothing.
+                call_command("createcachetable", database=_cache_database(), verbosity=0)
             _table_ready = True
 
 
