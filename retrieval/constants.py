@@ -8,6 +8,7 @@ reason (see docs/evaluation.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from memories.models import MemoryType
 
@@ -67,3 +68,8 @@ ENTITY_MAX_CHARS = 64
 
 # Threads that run legs; shared by concurrent recalls in one process.
 LEG_WORKERS = 8
+
+# last_retrieved_at is re-stamped at most this often: each stamp rewrites the
+# row and all its index entries, and the archival rule that reads it counts in
+# months (see retrieval/recall.py).
+STAMP_GRANULARITY = timedelta(hours=1)

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from django.conf import settings
+from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from memories.models import Memory, MemoryType
-from retrieval.constants import LEG_LIMIT, LEGS, PIPELINES
+from retrieval.constants import LEG_LIMIT, LEGS, PIPELINES, STAMP_GRANULARITY
 from retrieval.freshness import freshness_pipeline
 from retrieval.fusion import fuse
 from retrieval.legs import LegRequest, run_legs
@@ -148,15 +151,58 @@ def _raise_if_nothing_searched(reports: dict[str, LegReport]) -> None:
 
 
 def _mark_retrieved(owner_id: int, packed: Sequence[ScoredMemory]) -> None:
-    """Stamp ``last_retrieved_at`` on what went into the block: retrieval is not confirmation."""
-    if not packed:
-        return
+    """Stamp ``last_retrieved_at`` on what went into the block: retrieval is not confirmation.
+
+    A memory stamped less than ``STAMP_GRANULARITY`` ago keeps its stamp: every
+    rewritten row costs an entry in each index (the HNSW one included), and
+    the one rule that reads the stamp (archive episodic memories unretrieved
+    for 180 days) needs nothing finer. The write happens after the answer, on
+    a background thread, so it never slows a turn; inside a transaction (or
+    under test) it happens at once, on the caller's connection.
+    """
     now = timezone.now()
-    Memory.objects.for_owner(owner_id).filter(pk__in=[item.memory.pk for item in packed]).update(
-        last_retrieved_at=now
-    )
-    for item in packed:
-        item.memory.last_retrieved_at = now
+    stale_before = now - STAMP_GRANULARITY
+    due = [
+        item.memory
+        for item in packed
+        if item.memory.last_retrieved_at is None or item.memory.last_retrieved_at < stale_before
+    ]
+    if not due:
+        return
+    ids = [memory.pk for memory in due]
+    for memory in due:
+        memory.last_retrieved_at = now
+    if connection.in_atomic_block or settings.TESTING:
+        _stamp(owner_id, ids, now)
+    else:
+        _stamp_pool().submit(_stamp_in_worker, owner_id, ids, now)
+
+
+def _stamp(owner_id: int, ids: list[int], now: datetime) -> None:
+    # One UPDATE; only last_retrieved_at moves.
+    Memory.objects.for_owner(owner_id).filter(pk__in=ids).update(last_retrieved_at=now)
+
+
+def _stamp_in_worker(owner_id: int, ids: list[int], now: datetime) -> None:
+    close_old_connections()
+    try:
+        _stamp(owner_id, ids, now)
+    except Exception:
+        logger.exception("could not stamp last_retrieved_at on %d memories", len(ids))
+    finally:
+        close_old_connections()
+
+
+_stamp_executor: ThreadPoolExecutor | None = None
+_stamp_lock = threading.Lock()
+
+
+def _stamp_pool() -> ThreadPoolExecutor:
+    global _stamp_executor
+    with _stamp_lock:
+        if _stamp_executor is None:
+            _stamp_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-stamp")
+        return _stamp_executor
 
 
 class _UnavailableProvider:

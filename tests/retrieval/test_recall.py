@@ -184,3 +184,14 @@ def test_it_fails_the_freshness_pipeline_when_bm25_fails(alice, monkeypatch):
     monkeypatch.setattr("retrieval.freshness.bm25_scores", broken)
     with pytest.raises(RecallFailed, match="bm25 down"):
         recall(alice, "chess", pipeline="freshness")
+
+
+@pytest.mark.django_db
+def test_it_restamps_at_most_once_per_granularity(alice):
+    now = timezone.now()
+    recent = make_memory(alice, "Chess club.", last_retrieved_at=now - timedelta(minutes=10))
+    stale = make_memory(alice, "Chess cafe.", last_retrieved_at=now - timedelta(hours=2))
+    recall(alice, "chess")
+    rows = Memory.objects.in_bulk([recent.pk, stale.pk])
+    assert rows[recent.pk].last_retrieved_at == recent.last_retrieved_at
+    assert rows[stale.pk].last_retrieved_at > now
