@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
+from django.db import connection
 
+from memories import io
 from memories.io import PROGRESS_MIN_BYTES
 from memories.models import Memory, MemoryEvent
+from retrieval.models import OwnerEntity
 
 pytestmark = pytest.mark.django_db
 
@@ -271,3 +274,43 @@ def test_it_shows_a_progress_bar_on_large_files_only(alice, tmp_path):
     assert small_err == ""
     assert quiet_err == ""
     assert Memory.objects.for_owner(alice).count() == 2 * count + 1
+
+
+def entity_counts(owner) -> dict[str, int]:
+    return dict(OwnerEntity.objects.filter(owner=owner).values_list("key", "memories"))
+
+
+def counter_trigger_enabled() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tgenabled FROM pg_trigger WHERE tgname = %s", [io.ENTITY_COUNTER_TRIGGER]
+        )
+        return cursor.fetchone()[0] == "O"
+
+
+@pytest.mark.parametrize("recount_from", [1, 10_000], ids=["recounted", "row-by-row"])
+def test_it_keeps_the_entity_dictionary_right_either_way(
+    alice, bob, tmp_path, monkeypatch, recount_from
+):
+    monkeypatch.setattr(io, "RECOUNT_MIN_ROWS", recount_from)
+    Memory.remember(bob, "Bob met Alice.", Memory.Type.EPISODIC, entities=["Alice"])
+    lines = [
+        {**GOOD, "entities": ["Alice", "Tea"]},
+        {**GOOD, "content": "Alice likes green tea.", "entities": ["alice", "Green tea"]},
+        {**GOOD, "content": "Old.", "entities": ["Tea"], "status": "archived"},
+        {**GOOD, "id": 1, "status": "superseded", "superseded_by": 2, "entities": ["Lyon"]},
+        {**GOOD, "id": 2, "content": "Alice lives in Paris.", "entities": ["Paris"]},
+    ]
+    path = write_lines(tmp_path / "entities.jsonl", lines)
+
+    run_import(path)
+
+    assert entity_counts(alice) == {"alice": 2, "tea": 1, "green tea": 1, "paris": 1}
+    assert entity_counts(bob) == {"alice": 1}
+    assert counter_trigger_enabled()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = %s)",
+            [io.ENTITY_COUNTER_TRIGGER],
+        )
+        assert cursor.fetchone()[0]
