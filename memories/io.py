@@ -6,8 +6,8 @@ those ids as labels local to the file, so exporting and importing into another
 owner rebuilds the same memories and the same chains.
 
 Import checks every line on its own and keeps the good ones: a bad line is
-reported with its number and the reason. The good lines go in with bulk
-inserts, heads first, then the rows they supersede level by level (the
+reported with its number and the reason. The good lines go in with COPY in
+one transaction, heads first, then the rows they supersede level by level (the
 database insists that a superseded row already has its successor), each with an
 ``imported`` event.
 """
