@@ -1,11 +1,14 @@
 """Per-token rate limit: ``RATE_LIMIT_PER_MINUTE`` requests per token per minute.
 
-The service runs several worker processes, so the count lives in PostgreSQL
-(Django's database cache, alias ``rate_limit``), not in process memory. Each
-count is a read-and-write under a transaction-scoped advisory lock on the key,
-so concurrent requests of one token are all counted. The window is the
-calendar minute (fixed window): over the limit answers 429 with
-``Retry-After`` set to the seconds left in the minute.
+The service runs several worker processes, so the count lives in PostgreSQL,
+not in process memory: one row per token and minute in the table of the
+``rate_limit`` cache alias (``timothy_rate_limit``, Django's database-cache
+layout, made by ``manage.py createcachetable``). Each request adds one with a
+single atomic upsert, so concurrent requests are all counted and the check
+costs one round trip. The rows are plain counters (the count as text), read
+only here, never through the cache API. The window is the calendar minute
+(fixed window): over the limit answers 429 with ``Retry-After`` set to the
+seconds left in the minute.
 """
 
 from __future__ import annotations
@@ -13,11 +16,12 @@ from __future__ import annotations
 import math
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import caches
 from django.core.management import call_command
-from django.db import IntegrityError, ProgrammingError, connections, router, transaction
+from django.db import IntegrityError, ProgrammingError, connections, router
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
@@ -34,8 +38,12 @@ def _cache_database() -> str:
     return router.db_for_write(caches[RATE_LIMIT_CACHE].cache_model_class)
 
 
+def _table() -> str:
+    return caches[RATE_LIMIT_CACHE]._table
+
+
 def ensure_rate_limit_table() -> None:
-    """Create the cache table once per process if it does not exist yet.
+    """Create the counter table once per process if it does not exist yet.
 
     ``manage.py createcachetable`` does the same at deployment; this keeps a
     fresh database (or a test database) from failing every API call.
@@ -46,37 +54,49 @@ def ensure_rate_limit_table() -> None:
     with _table_lock:
         if not _table_ready:
             try:
-                call_command("createcachetable", database=_cache_database(), verbosity=0)
+                call_command("createcachetable", _table(), database=_cache_database(), verbosity=0)
             except (IntegrityError, ProgrammingError):
                 # Another worker process created it at the same moment; the
                 # second look finds it and does nothing.
-                call_command("createcachetable", database=_cache_database(), verbosity=0)
+                call_command("createcachetable", _table(), database=_cache_database(), verbosity=0)
             _table_ready = True
 
 
-def count_request(key: str) -> int:
-    """Add one to the counter ``key`` and return the new count."""
+def count_request(key: str, expires: datetime) -> int:
+    """Add one to the counter ``key`` (kept until ``expires``); return the new count."""
     global _table_ready
     ensure_rate_limit_table()
-    cache = caches[RATE_LIMIT_CACHE]
-    database = _cache_database()
     try:
-        return _increment(cache, database, key)
+        return _increment(key, expires)
     except ProgrammingError:
         # The table vanished under us (a rolled-back test transaction, a
         # restored dump): create it again and count once more.
         _table_ready = False
         ensure_rate_limit_table()
-        return _increment(cache, database, key)
+        return _increment(key, expires)
 
 
-def _increment(cache, database: str, key: str) -> int:
-    with transaction.atomic(using=database):
-        with connections[database].cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
-        count = (cache.get(key) or 0) + 1
-        cache.set(key, count, WINDOW_SECONDS * 2)
+def _increment(key: str, expires: datetime) -> int:
+    connection = connections[_cache_database()]
+    table = connection.ops.quote_name(_table())
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {table} (cache_key, value, expires) VALUES (%s, '1', %s)
+            ON CONFLICT (cache_key) DO UPDATE SET value = ({table}.value::bigint + 1)::text
+            RETURNING value::bigint
+            """,
+            [key, expires],
+        )
+        count = cursor.fetchone()[0]
+        if count == 1:
+            # A new window: clear out the windows that have ended.
+            cursor.execute(f"DELETE FROM {table} WHERE expires < %s", [datetime.now(UTC)])
     return count
+
+
+def counter_key(token: ApiToken, window: int) -> str:
+    return f"token:{token.pk}:{window}"
 
 
 class TokenRateThrottle(BaseThrottle):
@@ -89,8 +109,12 @@ class TokenRateThrottle(BaseThrottle):
             return True
         now = time.time()
         window = int(now // WINDOW_SECONDS)
-        self.retry_after = math.ceil(WINDOW_SECONDS - now % WINDOW_SECONDS)
-        return count_request(f"token:{token.pk}:{window}") <= limit
+        window_end = datetime.fromtimestamp((window + 1) * WINDOW_SECONDS, UTC)
+        self.retry_after = math.ceil((window + 1) * WINDOW_SECONDS - now)
+        # Kept one window past its end, so the count stays readable for a while.
+        expires = window_end + timedelta(seconds=WINDOW_SECONDS)
+        count = count_request(counter_key(token, window), expires)
+        return count <= limit
 
     def wait(self) -> float:
         return self.retry_after

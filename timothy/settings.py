@@ -168,13 +168,12 @@ REST_FRAMEWORK = {
 
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    # The per-token rate limit is counted in PostgreSQL so that every worker
-    # process shares one count (`manage.py createcachetable` creates the table;
-    # the throttle also creates it on first use).
+    # The per-token rate limit is counted in this table, in PostgreSQL, so that
+    # every worker process shares one count (memories/throttling.py; made by
+    # `manage.py createcachetable`, or by the throttle on first use).
     "rate_limit": {
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
         "LOCATION": "timothy_rate_limit",
-        "OPTIONS": {"MAX_ENTRIES": 100_000},
     },
 }
 

@@ -1,4 +1,7 @@
+import threading
+
 from django.core.cache import caches
+from django.db import connection
 
 from memories.throttling import RATE_LIMIT_CACHE
 from tests.api.conftest import issue_token
@@ -28,26 +31,48 @@ def test_it_counts_each_token_on_its_own(settings, make_api, alice):
     assert second.get("/v1/memories").status_code == 200
 
 
-def test_it_counts_in_the_database_cache_shared_by_workers(settings, make_api, alice):
+def test_it_counts_in_postgresql_where_every_worker_sees_it(settings, make_api, alice):
     settings.RATE_LIMIT_PER_MINUTE = 100
     api = make_api(issue_token(alice))
     for _ in range(3):
         assert api.get("/v1/memories").status_code == 200
-    cache = caches[RATE_LIMIT_CACHE]
-    assert cache.__class__.__name__ == "DatabaseCache"
-    token_id = alice.api_tokens.get().pk
-    counts = [cache.get(f"token:{token_id}:{window}") for window in _recent_windows()]
-    assert sum(count or 0 for count in counts) == 3
+    token = alice.api_tokens.get()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT sum(value::bigint) FROM {caches[RATE_LIMIT_CACHE]._table} "
+            "WHERE cache_key LIKE %s",
+            [f"token:{token.pk}:%"],
+        )
+        assert cursor.fetchone()[0] == 3
+
+
+def test_it_counts_concurrent_requests_exactly(settings, make_api, alice):
+    settings.RATE_LIMIT_PER_MINUTE = 100
+    raw = issue_token(alice)
+    clients = [make_api(raw) for _ in range(6)]
+    barrier = threading.Barrier(len(clients))
+
+    def hit(client):
+        barrier.wait()
+        for _ in range(5):
+            client.get("/v1/memories")
+
+    threads = [threading.Thread(target=hit, args=(client,)) for client in clients]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    token = alice.api_tokens.get()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT sum(value::bigint) FROM {caches[RATE_LIMIT_CACHE]._table} "
+            "WHERE cache_key LIKE %s",
+            [f"token:{token.pk}:%"],
+        )
+        assert cursor.fetchone()[0] == 30
 
 
 def test_it_turns_the_limit_off_at_zero(settings, make_api, alice):
     settings.RATE_LIMIT_PER_MINUTE = 0
     api = make_api(issue_token(alice))
     assert all(api.get("/v1/memories").status_code == 200 for _ in range(5))
-
-
-def _recent_windows() -> list[int]:
-    import time
-
-    now = int(time.time() // 60)
-    return [now - 1, now]
