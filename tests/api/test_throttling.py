@@ -10,16 +10,18 @@ from tests.api.conftest import issue_token
 def test_it_answers_429_with_retry_after_over_the_limit(settings, make_api, alice):
     settings.RATE_LIMIT_PER_MINUTE = 3
     api = make_api(issue_token(alice))
-    answers = [api.get("/v1/memories") for _ in range(5)]
+    answers = [api.get("/v1/memories") for _ in range(8)]
     codes = [a.status_code for a in answers]
-    # The window is the calendar minute: if it turned during the loop, the count
-    # restarted, so at least the first three pass and at least one is refused.
+    # The window is the calendar minute and may turn once during the loop: the
+    # first three always pass, no minute lets more than three through, and one
+    # of the (at most two) minutes gets at least four requests.
     assert codes[:3] == [200, 200, 200]
-    refused = [a for a in answers if a.status_code == 429]
-    assert refused
-    for answer in refused:
-        assert answer.json()["error"]["code"] == "rate_limited"
-        assert 1 <= int(answer.headers["Retry-After"]) <= 60
+    assert set(codes) == {200, 429}
+    assert codes.count(200) <= 6
+    for answer in answers:
+        if answer.status_code == 429:
+            assert answer.json()["error"]["code"] == "rate_limited"
+            assert 1 <= int(answer.headers["Retry-After"]) <= 60
 
 
 def test_it_counts_each_token_on_its_own(settings, make_api, alice):
