@@ -12,7 +12,9 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.checks import (
+    allow_header_conformance,
     content_type_conformance,
+    ignored_auth,
     negative_data_rejection,
     not_a_server_error,
     response_headers_conformance,
@@ -36,6 +38,8 @@ CHECKS = [
     content_type_conformance,
     response_schema_conformance,
     response_headers_conformance,
+    ignored_auth,
+    allow_header_conformance,
 ]
 # Enough to hit every field and error path; small enough to keep the suite quick.
 MAX_EXAMPLES = 25
