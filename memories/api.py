@@ -79,6 +79,8 @@ class LimitedJSONParser(JSONParser):
             return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ParseError(f"The body is not valid JSON: {exc}")
+        except RecursionError:
+            raise ParseError("The body is nested too deeply.")
 
 
 def _reject_constant(name: str):

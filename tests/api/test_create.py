@@ -146,3 +146,14 @@ def test_it_answers_415_for_a_body_that_is_not_json(alice_api):
     )
     assert response.status_code == 415
     assert response.json()["error"]["code"] == "unsupported_media_type"
+
+
+def test_it_rejects_json_nested_too_deeply(alice_api):
+    depth = 100_000
+    response = alice_api.post(
+        "/v1/memories",
+        data="[" * depth + "]" * depth,
+        headers={"Content-Type": "application/json"},
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "malformed_json"
