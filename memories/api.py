@@ -25,9 +25,7 @@ from django.conf import settings
 from django.contrib.postgres.search import SearchQuery
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
@@ -35,14 +33,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memories.api_schema import (
+    CHAIN_EXAMPLE,
+    IDEMPOTENCY_PARAMETER,
+    MEMORY_EXAMPLE,
+    MEMORY_ID_PARAMETER,
+    SEARCH_EXAMPLE,
+    error_responses,
+)
 from memories.errors import ApiError, PayloadTooLarge
-from memories.idempotency import HEADER as IDEMPOTENCY_HEADER
-from memories.idempotency import KEY_PATTERN, run_idempotently
+from memories.idempotency import run_idempotently
 from memories.models import Memory, MemoryEvent
 from memories.serializers import (
     ALL_STATUSES,
     ChainSerializer,
-    ErrorSerializer,
     MemoryActionSerializer,
     MemoryCreateSerializer,
     MemoryListQuerySerializer,
@@ -52,7 +56,6 @@ from memories.serializers import (
     SearchSerializer,
 )
 from retrieval.recall import recall
-from retrieval.render import render_block
 from retrieval.results import RecallFailed
 from retrieval.serialize import memory_to_dict
 
@@ -111,19 +114,6 @@ class ApiView(APIView):
     def initial(self, request: Request, *args, **kwargs) -> None:
         check_body_size(request)
         super().initial(request, *args, **kwargs)
-
-
-class BearerTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "memories.auth.BearerTokenAuthentication"
-    name = "bearerAuth"
-
-    def get_security_definition(self, auto_schema) -> dict:
-        return {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "An API token (tm_...) made on the Tokens page or with "
-            "`manage.py createtoken`.",
-        }
 
 
 def run_recall(owner, params: dict) -> Response:
@@ -250,155 +240,6 @@ def chain_to_dict(owner, memory: Memory) -> dict[str, Any]:
     }
 
 
-# --- schema helpers ----------------------------------------------------------------------
-
-ERROR_DESCRIPTIONS = {
-    400: "Bad body or parameters: malformed JSON, wrong types, unknown fields, empty or "
-    "over-long content, NUL bytes, unknown type or action.",
-    401: "No token, a malformed Authorization header, or an unknown or revoked token.",
-    404: "No such memory for this owner (another owner's id looks the same).",
-    409: "The memory's status does not allow this action; details carry the current "
-    "status and, for a superseded memory, the head's id.",
-    413: "The body is larger than the limit.",
-    415: "The body is not application/json.",
-    422: "The Idempotency-Key was already used for a different request.",
-    429: "Over the per-token rate limit; Retry-After says when to try again.",
-    503: "The database (or, for search, every retrieval leg) is unavailable.",
-}
-
-ERROR_EXAMPLES = {
-    400: {"code": "invalid_request", "message": "content: This field is required."},
-    401: {"code": "unauthorized", "message": "The token is unknown or has been revoked."},
-    404: {"code": "not_found", "message": "No memory 42."},
-    409: {
-        "code": "illegal_transition",
-        "message": "Cannot confirm memory 42: it is superseded; the head of its chain is "
-        "memory 57.",
-        "details": {"id": 42, "action": "confirm", "status": "superseded", "head_id": 57},
-    },
-    413: {"code": "payload_too_large", "message": "The request body is larger than the limit."},
-    415: {"code": "unsupported_media_type", "message": 'Unsupported media type "text/plain".'},
-    422: {"code": "idempotency_key_reused", "message": "This Idempotency-Key was already used."},
-    429: {"code": "rate_limited", "message": "Too many requests for this token."},
-    503: {"code": "database_unavailable", "message": "The database is unavailable."},
-}
-
-
-def errors(*codes: int) -> dict[int, OpenApiResponse]:
-    return {
-        code: OpenApiResponse(
-            ErrorSerializer,
-            description=ERROR_DESCRIPTIONS[code],
-            examples=[OpenApiExample(f"error {code}", value={"error": ERROR_EXAMPLES[code]})],
-        )
-        for code in codes
-    }
-
-
-IDEMPOTENCY_PARAMETER = OpenApiParameter(
-    IDEMPOTENCY_HEADER,
-    {"type": "string", "pattern": KEY_PATTERN},
-    location=OpenApiParameter.HEADER,
-    description="Retrying with the same key returns the first answer instead of writing "
-    "twice (header Idempotent-Replayed: true).",
-)
-
-MEMORY_EXAMPLE = {
-    "id": 42,
-    "type": "preference",
-    "content": "Prefers an aisle seat on long-haul flights.",
-    "status": "active",
-    "entities": ["flights"],
-    "confidence": 1.0,
-    "source": "remember",
-    "session_id": "chat-2024-05-01",
-    "created_at": "2026-05-01T09:30:00+00:00",
-    "last_confirmed_at": "2026-05-01T09:30:00+00:00",
-    "last_retrieved_at": None,
-    "superseded_by": None,
-}
-
-CHAIN_EXAMPLE = {
-    "head_id": 57,
-    "memories": [
-        MEMORY_EXAMPLE
-        | {
-            "status": "superseded",
-            "superseded_by": 57,
-            "events": [
-                {
-                    "action": "created",
-                    "at": "2026-05-01T09:30:00+00:00",
-                    "actor": "owner",
-                    "via": "api",
-                    "reason": "",
-                    "data": {},
-                },
-                {
-                    "action": "superseded",
-                    "at": "2026-06-02T18:04:11+00:00",
-                    "actor": "owner",
-                    "via": "api",
-                    "reason": "changed her mind",
-                    "data": {"from": "active", "successor": 57},
-                },
-            ],
-        },
-        MEMORY_EXAMPLE
-        | {
-            "id": 57,
-            "content": "Prefers a window seat on long-haul flights.",
-            "created_at": "2026-06-02T18:04:11+00:00",
-            "last_confirmed_at": "2026-06-02T18:04:11+00:00",
-            "events": [
-                {
-                    "action": "version",
-                    "at": "2026-06-02T18:04:11+00:00",
-                    "actor": "owner",
-                    "via": "api",
-                    "reason": "changed her mind",
-                    "data": {"supersedes": [42]},
-                }
-            ],
-        },
-    ],
-}
-
-SEARCH_EXAMPLE = {
-    "pipeline": "fusion",
-    "as_of": "2026-11-30T02:40:00+00:00",
-    "memories": [
-        MEMORY_EXAMPLE
-        | {
-            "last_retrieved_at": "2026-11-30T02:40:00+00:00",
-            "score": 0.0323,
-            "score_parts": {
-                "ranks": {"text": 1, "entity": 1},
-                "rrf": 0.0328,
-                "decay": 0.985,
-                "weight": 1.0,
-                "final": 0.0323,
-            },
-            "tokens": 12,
-            "position": 0,
-        }
-    ],
-    "block": render_block([("preference", "Prefers an aisle seat on long-haul flights.")]),
-    "block_tokens": 48,
-    "token_budget": 512,
-    "legs": {
-        "vector": {"status": "ok", "ms": 8.1, "count": 30},
-        "text": {"status": "ok", "ms": 3.4, "count": 1},
-        "entity": {"status": "ok", "ms": 1.2, "count": 1},
-    },
-    "ms": 14.9,
-}
-
-MEMORY_ID_PARAMETER = OpenApiParameter(
-    "memory_id", OpenApiTypes.INT64, location=OpenApiParameter.PATH
-)
-
-
 # --- the five routes ---------------------------------------------------------------------
 
 
@@ -409,7 +250,7 @@ class MemoryCollectionView(ApiView):
         description="The owner's memories, newest first, one page at a time "
         "(follow next_cursor). status defaults to active; 'all' lists every status.",
         parameters=[MemoryListQuerySerializer],
-        responses={200: MemoryPageSerializer, **errors(400, 401, 429, 503)},
+        responses={200: MemoryPageSerializer, **error_responses(400, 401, 429, 503)},
         examples=[
             OpenApiExample(
                 "a page",
@@ -432,7 +273,7 @@ class MemoryCollectionView(ApiView):
         "confirmation queue.",
         request=MemoryCreateSerializer,
         parameters=[IDEMPOTENCY_PARAMETER],
-        responses={201: MemorySerializer, **errors(400, 401, 413, 415, 422, 429, 503)},
+        responses={201: MemorySerializer, **error_responses(400, 401, 413, 415, 422, 429, 503)},
         examples=[
             OpenApiExample(
                 "remember",
@@ -493,7 +334,7 @@ class MemoryDetailView(ApiView):
         responses={
             200: OpenApiResponse(MemorySerializer, description="The memory after the action."),
             201: OpenApiResponse(MemorySerializer, description="supersede: the new head."),
-            **errors(400, 401, 404, 409, 413, 415, 422, 429, 503),
+            **error_responses(400, 401, 404, 409, 413, 415, 422, 429, 503),
         },
         examples=[
             OpenApiExample("confirm", value={"action": "confirm"}, request_only=True),
@@ -545,7 +386,7 @@ class MemoryChainView(ApiView):
         description="Every version in the memory's chain, oldest first, from any member, "
         "each with its events (who, when, via what, why).",
         parameters=[MEMORY_ID_PARAMETER],
-        responses={200: ChainSerializer, **errors(401, 404, 429, 503)},
+        responses={200: ChainSerializer, **error_responses(401, 404, 429, 503)},
         examples=[OpenApiExample("a chain of two", value=CHAIN_EXAMPLE, response_only=True)],
     )
     def get(self, request: Request, memory_id: int) -> Response:
@@ -561,7 +402,7 @@ class MemorySearchView(ApiView):
         "returns the packed memories (best first) and the fenced block to append after "
         "the system prompt's stable prefix, within token_budget tokens.",
         request=SearchSerializer,
-        responses={200: SearchResultSerializer, **errors(400, 401, 413, 415, 429, 503)},
+        responses={200: SearchResultSerializer, **error_responses(400, 401, 413, 415, 429, 503)},
         examples=[
             OpenApiExample(
                 "search",
