@@ -34,6 +34,9 @@ NEAR_DUPLICATE_MIN_COSINE = 0.95
 NEIGHBOURS = 5
 # Memories whose neighbours are fetched in one query.
 SCAN_BATCH = 2000
+# A probe that got lost is retried with this wider search, in smaller batches.
+HNSW_EF_SEARCH_RETRY = 200
+RETRY_BATCH = 500
 # Searches and merge batches run at once, each on its own database connection.
 WORKERS = 2
 # Candidate list size of the HNSW search. Near-duplicates are the very nearest
@@ -115,6 +118,7 @@ class Plan:
     archives: list[Member] = field(default_factory=list)
     merges: list[MergeGroup] = field(default_factory=list)
     decays: list[Decay] = field(default_factory=list)
+    search: SearchStats = field(default_factory=lambda: SearchStats())
 
     @property
     def is_empty(self) -> bool:
@@ -173,7 +177,7 @@ def plan(
     result.archives = [_member(m) for m in _stale_episodic(owner, now)]
     archived = {member.id for member in result.archives}
     for owner_id in _owners_with_embeddings(owner):
-        pairs = near_duplicate_pairs(owner_id, progress=progress)
+        pairs = near_duplicate_pairs(owner_id, progress=progress, stats=result.search)
         groups = [
             kept
             for kept in ([i for i in ids if i not in archived] for ids in group_pairs(pairs))
@@ -258,17 +262,37 @@ def _owners_with_embeddings(owner) -> list[int]:
     )
 
 
+@dataclass
+class SearchStats:
+    """How the near-duplicate search went: memories probed, and probes that got lost."""
+
+    probed: int = 0
+    retried: int = 0
+    compared_exactly: int = 0
+
+    def add(self, other: SearchStats) -> None:
+        self.probed += other.probed
+        self.retried += other.retried
+        self.compared_exactly += other.compared_exactly
+
+
 def near_duplicate_pairs(
     owner_id: int,
     *,
     min_cosine: float = NEAR_DUPLICATE_MIN_COSINE,
     neighbours: int = NEIGHBOURS,
     progress: Callable[[int], None] | None = None,
+    stats: SearchStats | None = None,
 ) -> list[tuple[int, int]]:
     """Pairs of the owner's active memories at cosine ≥ ``min_cosine``.
 
     Each memory asks the HNSW index for its nearest neighbours, so the cost
-    grows with the number of memories, not with the number of pairs.
+    grows with the number of memories, not with the number of pairs. A memory
+    is its own nearest neighbour, so a probe that does not find the memory
+    itself got lost in the graph (HNSW is approximate, and tightly clustered
+    data makes it lose its way): those are probed again with a much wider
+    search, and the few still lost are compared exactly with the owner's
+    memories.
     """
     ids = list(
         Memory.objects.for_owner(owner_id)
@@ -277,20 +301,52 @@ def near_duplicate_pairs(
         .order_by("pk")
         .values_list("pk", flat=True)
     )
-    batches = [ids[start : start + SCAN_BATCH] for start in range(0, len(ids), SCAN_BATCH)]
+    max_distance = 1.0 - min_cosine
     pairs: list[tuple[int, int]] = []
-    found = _map_batches(_neighbour_pairs, batches, neighbours, 1.0 - min_cosine)
-    for batch, batch_pairs in zip(batches, found, strict=True):
-        pairs.extend(batch_pairs)
+    lost: list[int] = []
+    batches = _batched(ids, SCAN_BATCH)
+    probes = _map_batches(_neighbour_pairs, batches, neighbours, max_distance, HNSW_EF_SEARCH)
+    for batch, (found, missed) in zip(batches, probes, strict=True):
+        pairs.extend(found)
+        lost.extend(missed)
         if progress is not None:
             progress(len(batch))
+    retried = list(lost)
+    lost = []
+    retry_batches = _batched(retried, RETRY_BATCH)
+    probes = _map_batches(
+        _neighbour_pairs, retry_batches, neighbours, max_distance, HNSW_EF_SEARCH_RETRY
+    )
+    for found, missed in probes:
+        pairs.extend(found)
+        lost.extend(missed)
+    for found in _map_batches(_exact_pairs, _batched(lost, RETRY_BATCH), owner_id, max_distance):
+        pairs.extend(found)
+    if stats is not None:
+        stats.add(SearchStats(len(ids), len(retried), len(lost)))
+    if retried:
+        logger.info(
+            "Near-duplicate search for owner %s: %d of %d probes retried, %d compared exactly",
+            owner_id,
+            len(retried),
+            len(ids),
+            len(lost),
+        )
     return pairs
 
 
-def _neighbour_pairs(batch: list[int], neighbours: int, max_distance: float):
+def _batched(items: list, size: int) -> list[list]:
+    return [items[start : start + size] for start in range(0, len(items), size)]
+
+
+def _neighbour_pairs(
+    batch: list[int], neighbours: int, max_distance: float, ef_search: int
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """Pairs within ``max_distance`` among each memory's nearest neighbours, and the
+    memories whose probe did not find themselves."""
     table = Memory._meta.db_table
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(HNSW_EF_SEARCH)}")
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
         # The owner filter is applied after the index scan; keep scanning
         # until enough of this owner's rows are found.
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
@@ -307,9 +363,30 @@ def _neighbour_pairs(batch: list[int], neighbours: int, max_distance: float):
                 LIMIT %s
             ) n
             WHERE m.id = ANY(%s) AND m.status = 'active' AND m.embedding IS NOT NULL
-              AND n.id <> m.id AND n.distance <= %s
+              AND n.distance <= %s
             """,
             [neighbours + 1, batch, max_distance],
+        )
+        rows = cursor.fetchall()
+    # An identical twin at distance 0 may take the memory's own place: that
+    # probe did arrive, and the pair is found.
+    arrived = {a for a, b in rows}
+    return [(a, b) for a, b in rows if a != b], [i for i in batch if i not in arrived]
+
+
+def _exact_pairs(batch: list[int], owner_id: int, max_distance: float) -> list[tuple[int, int]]:
+    """Pairs of these memories with any of the owner's, by exact distance (no index)."""
+    table = Memory._meta.db_table
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_indexscan = off")
+        cursor.execute(
+            f"""
+            SELECT m.id, o.id FROM {table} m JOIN {table} o
+              ON o.owner_id = m.owner_id AND o.id <> m.id
+            WHERE m.id = ANY(%s) AND o.owner_id = %s AND o.status = 'active'
+              AND o.embedding IS NOT NULL AND (o.embedding <=> m.embedding) <= %s
+            """,
+            [batch, owner_id, max_distance],
         )
         return [(a, b) for a, b in cursor.fetchall()]
 

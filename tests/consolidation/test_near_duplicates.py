@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from memories import consolidation
 from memories.consolidation import group_pairs, near_duplicate_pairs
 from memories.models import Memory
 from tests.base import make_memory
@@ -43,3 +44,36 @@ def test_it_joins_a_group_larger_than_the_neighbour_count(alice):
     ]
     [group] = group_pairs(near_duplicate_pairs(alice.pk, neighbours=3))
     assert group == sorted(m.pk for m in members)
+
+
+def test_it_reports_probes_that_did_not_find_themselves(alice):
+    tea = make_memory(alice, "Alice likes tea.", embedding=axis(0))
+    twin = make_memory(alice, "Alice enjoys tea.", embedding=axis(0))
+    found, lost = consolidation._neighbour_pairs([tea.pk, twin.pk], 5, 0.05, 20)
+    assert sorted(found) == [(tea.pk, twin.pk), (twin.pk, tea.pk)]
+    assert lost == []
+
+
+def test_it_retries_lost_probes_and_falls_back_to_exact_comparison(alice, monkeypatch):
+    base = make_memory(alice, "Alice likes tea.", embedding=axis(0))
+    close = make_memory(alice, "Alice enjoys tea.", embedding=at_cosine(0, 1, 0.97))
+    coffee = make_memory(alice, "Alice likes coffee.", embedding=at_cosine(0, 2, 0.9))
+    other = make_memory(alice, "Alice hates tea.", embedding=axis(3))
+    search = consolidation._neighbour_pairs
+    widths = []
+
+    def lost_in_the_graph(batch, neighbours, max_distance, ef_search):
+        widths.append((ef_search, sorted(batch)))
+        search(batch, neighbours, max_distance, ef_search)
+        return [], list(batch)  # as if no probe had arrived
+
+    monkeypatch.setattr(consolidation, "_neighbour_pairs", lost_in_the_graph)
+    stats = consolidation.SearchStats()
+    pairs = consolidation.near_duplicate_pairs(alice.pk, stats=stats)
+    everyone = sorted([base.pk, close.pk, coffee.pk, other.pk])
+    assert widths == [
+        (consolidation.HNSW_EF_SEARCH, everyone),
+        (consolidation.HNSW_EF_SEARCH_RETRY, everyone),
+    ]
+    assert sorted(pairs) == [(base.pk, close.pk), (close.pk, base.pk)]
+    assert (stats.probed, stats.retried, stats.compared_exactly) == (4, 4, 4)

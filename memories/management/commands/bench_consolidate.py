@@ -2,7 +2,7 @@
 
 Creates a separate database on the same server (never the service's own),
 migrates it, bulk-loads one owner's active memories with clustered synthetic
-embeddings plus a share of planted near-duplicates (cosine 0.97-0.99 to their
+embeddings (topics and subtopics) plus a share of planted near-duplicates (cosine 0.97-0.99 to their
 original), builds the indexes, then times the real consolidation: the
 near-duplicate search through the HNSW index, then the merges. It checks that
 every planted group was merged exactly, and that nothing else was, prints the
@@ -29,10 +29,13 @@ from memories import consolidation
 from memories.models import Memory
 
 BENCH_OWNER = "bench-consolidation-owner"
-CLUSTERS = 500
-# Cosine of a memory to its cluster's centre: neighbours are close, like real
-# embeddings of one topic, yet far below the near-duplicate threshold.
-CLUSTER_COSINE = 0.75
+# Topics, each with subtopics: similarity is graded as in real sentence
+# embeddings (same subtopic ~0.64, same topic ~0.31, unrelated ~0), and even
+# the closest unplanted pair stays far below the near-duplicate threshold.
+TOPICS = 100
+SUBTOPICS_PER_TOPIC = 50
+SUBTOPIC_COSINE = 0.7  # subtopic centre to its topic centre
+MEMORY_COSINE = 0.8  # memory to its subtopic centre
 # Planted duplicates sit this close (cosine) to their original.
 DUPLICATE_COSINE = (0.97, 0.99)
 # Share of planted groups with two duplicates rather than one.
@@ -106,7 +109,7 @@ class Command(BaseCommand):
     # --- data -----------------------------------------------------------------------
 
     def _vectors(self, memories: int, share: float, seed: int):
-        """Base vectors around cluster centres, then planted groups appended at the end.
+        """Base vectors around subtopic centres, then planted groups appended at the end.
 
         Returns the vectors and, for each planted group, the row positions of its members.
         """
@@ -117,8 +120,9 @@ class Command(BaseCommand):
         pairs = duplicates - 2 * triples
         groups = pairs + triples
         originals = memories - duplicates
-        centres = _unit(rng.standard_normal((CLUSTERS, dimensions)))
-        base = _around(rng, centres[rng.integers(0, CLUSTERS, originals)], CLUSTER_COSINE)
+        topics = _unit(rng.standard_normal((TOPICS, dimensions)))
+        subtopics = _around(rng, np.repeat(topics, SUBTOPICS_PER_TOPIC, axis=0), SUBTOPIC_COSINE)
+        base = _around(rng, subtopics[rng.integers(0, len(subtopics), originals)], MEMORY_COSINE)
         chosen = rng.choice(originals, size=groups, replace=False)
         extra, members, position = [], [], originals
         for index, source in enumerate(chosen):
@@ -217,6 +221,12 @@ class Command(BaseCommand):
             outcome = consolidation.apply(plan, use_llm=False, progress=bar.update)
         merge = time.perf_counter() - started
         found, exact, wrong = self._verify(len(groups))
+        self.stdout.write(
+            f"index probes: {plan.search.probed:,}; lost (did not find themselves) and "
+            f"retried with ef_search {consolidation.HNSW_EF_SEARCH_RETRY}: "
+            f"{plan.search.retried:,}; still lost, compared exactly: "
+            f"{plan.search.compared_exactly:,}"
+        )
         self.stdout.write(
             f"consolidated {total:,} memories in {search + merge:.1f} s "
             f"(near-duplicate search {search:.1f} s, {len(plan.merges):,} merges {merge:.1f} s); "
