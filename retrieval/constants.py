@@ -52,11 +52,16 @@ TYPE_PROFILES: dict[str, TypeProfile] = {
 PIPELINES = ("fusion", "freshness")
 LEGS = ("vector", "text", "entity")
 
-# Vector leg. Owners with at most this many embedded active memories are searched
-# exactly (a sequential scan of their rows beats walking a graph shared by every
-# owner); bigger owners go through the HNSW index with pgvector's iterative scan,
-# which keeps walking until enough of *this owner's* active rows turn up.
-VECTOR_EXACT_SCAN_MAX_ROWS = 2000
+# Vector leg. The HNSW index serves every owner at once, so a walk filtered to
+# one owner's rows visits about (table rows / owner rows) tuples for each row
+# it keeps, each a heap fetch. Measured on 1M rows, 100 owners of 10k
+# (docs/benchmarks.md): the filtered walk's p95 was about 18× the exact scan's.
+# So: owners up to VECTOR_EXACT_SCAN_MAX_ROWS active memories, and owners
+# holding less than HNSW_MIN_OWNER_SHARE of the table, are scanned exactly;
+# the index (with pgvector's iterative scan, so the walk goes on until enough
+# of this owner's active rows turn up) is for owners who dominate the table.
+VECTOR_EXACT_SCAN_MAX_ROWS = 5000
+HNSW_MIN_OWNER_SHARE = 0.25
 # Candidate list of the HNSW walk: at least twice LEG_LIMIT keeps recall high.
 HNSW_EF_SEARCH = 100
 # How far an iterative scan may walk before giving up (then: exact scan).

@@ -29,6 +29,7 @@ from retrieval.constants import (
     ENTITY_MAX_CHARS,
     HNSW_EF_SEARCH,
     HNSW_MAX_SCAN_TUPLES,
+    HNSW_MIN_OWNER_SHARE,
     LEG_LIMIT,
     LEG_WORKERS,
     VECTOR_EXACT_SCAN_MAX_ROWS,
@@ -234,21 +235,29 @@ def vector_leg(cursor, request: LegRequest) -> list[int]:
             raise ValueError("the embedding provider returned a non-finite vector")
     where, params = _filters(request)
     params["embedding"] = vector_literal(embedding)
-    params["exact_max"] = VECTOR_EXACT_SCAN_MAX_ROWS
-    # How big is this owner? Counted up to the threshold only, from the
-    # (owner, status, created_at) index alone, without touching rows.
+    # The HNSW graph is shared by every owner: a walk filtered to one owner
+    # visits about (all rows / the owner's rows) tuples per row it keeps, each
+    # a heap fetch. It pays only for an owner holding a good share of the
+    # table; everyone else is scanned exactly, which costs their own rows.
+    cursor.execute(
+        "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s::regclass",
+        [MEMORY_TABLE],
+    )
+    table_rows = cursor.fetchone()[0]
+    params["enough"] = max(VECTOR_EXACT_SCAN_MAX_ROWS, int(HNSW_MIN_OWNER_SHARE * table_rows))
+    # Counted up to that bound only, from the (owner, status, created_at) index.
     cursor.execute(
         f"""
         SELECT count(*) FROM (
             SELECT 1 FROM {MEMORY_TABLE} m
             WHERE m.owner_id = %(owner_id)s AND m.status = 'active'
               AND m.created_at <= %(as_of)s
-            LIMIT %(exact_max)s + 1
+            LIMIT %(enough)s + 1
         ) AS owned
         """,
         params,
     )
-    if cursor.fetchone()[0] > VECTOR_EXACT_SCAN_MAX_ROWS:
+    if cursor.fetchone()[0] > params["enough"]:
         ids = _approximate_nearest(cursor, where, params)
         if len(ids) >= request.limit:
             return ids

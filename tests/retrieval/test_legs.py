@@ -296,12 +296,21 @@ def _bulk_memories(owner, count, embedding, status="active"):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("exact_max", [0, 10_000])
-def test_it_returns_thirty_among_many_other_owners_rows(alice, bob, monkeypatch, exact_max):
+@pytest.mark.parametrize(
+    ("exact_max", "min_share", "exact_scans_expected"),
+    [
+        (0, 0.0, 0),  # through the index
+        (10, 0.25, 1),  # above the row threshold, but 1% of the table: exact
+    ],
+)
+def test_it_returns_thirty_among_many_other_owners_rows(
+    alice, bob, monkeypatch, exact_max, min_share, exact_scans_expected
+):
     # Bob's rows and Alice's archived rows sit right on the query; Alice's 35
     # active rows are further away. Filtering after an ordinary index scan
     # would come back short.
     monkeypatch.setattr(legs, "VECTOR_EXACT_SCAN_MAX_ROWS", exact_max)
+    monkeypatch.setattr(legs, "HNSW_MIN_OWNER_SHARE", min_share)
     exact_scans = []
     exact_nearest = legs._exact_nearest
     monkeypatch.setattr(
@@ -323,7 +332,7 @@ def test_it_returns_thirty_among_many_other_owners_rows(alice, bob, monkeypatch,
     )[:30]
     assert set(found) == set(expected)
     # Through the index, the iterative scan alone found all thirty.
-    assert len(exact_scans) == (0 if exact_max == 0 else 1)
+    assert len(exact_scans) == exact_scans_expected
 
 
 # --- running --------------------------------------------------------------------
