@@ -56,10 +56,11 @@ LEGS = ("vector", "text", "entity")
 # one owner's rows visits about (table rows / owner rows) tuples for each row
 # it keeps, each a heap fetch. Measured on 1M rows, 100 owners of 10k
 # (docs/benchmarks.md): the filtered walk's p95 was about 18× the exact scan's.
-# So: owners up to VECTOR_EXACT_SCAN_MAX_ROWS active memories, and owners
+# So: owners with up to VECTOR_EXACT_SCAN_MAX_ROWS memories, and owners
 # holding less than HNSW_MIN_OWNER_SHARE of the table, are scanned exactly;
 # the index (with pgvector's iterative scan, so the walk goes on until enough
 # of this owner's active rows turn up) is for owners who dominate the table.
+# Both read from the planner's statistics of owner_id (see legs._owner_dominates).
 VECTOR_EXACT_SCAN_MAX_ROWS = 5000
 HNSW_MIN_OWNER_SHARE = 0.25
 # Candidate list of the HNSW walk: at least twice LEG_LIMIT keeps recall high.

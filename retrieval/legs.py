@@ -239,25 +239,7 @@ def vector_leg(cursor, request: LegRequest) -> list[int]:
     # visits about (all rows / the owner's rows) tuples per row it keeps, each
     # a heap fetch. It pays only for an owner holding a good share of the
     # table; everyone else is scanned exactly, which costs their own rows.
-    cursor.execute(
-        "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s::regclass",
-        [MEMORY_TABLE],
-    )
-    table_rows = cursor.fetchone()[0]
-    params["enough"] = max(VECTOR_EXACT_SCAN_MAX_ROWS, int(HNSW_MIN_OWNER_SHARE * table_rows))
-    # Counted up to that bound only, from the (owner, status, created_at) index.
-    cursor.execute(
-        f"""
-        SELECT count(*) FROM (
-            SELECT 1 FROM {MEMORY_TABLE} m
-            WHERE m.owner_id = %(owner_id)s AND m.status = 'active'
-              AND m.created_at <= %(as_of)s
-            LIMIT %(enough)s + 1
-        ) AS owned
-        """,
-        params,
-    )
-    if cursor.fetchone()[0] > params["enough"]:
+    if _owner_dominates(cursor, request.owner_id):
         ids = _approximate_nearest(cursor, where, params)
         if len(ids) >= request.limit:
             return ids
@@ -267,6 +249,33 @@ def vector_leg(cursor, request: LegRequest) -> list[int]:
     if not ids:
         raise LegSkipped("no embeddings stored")
     return ids
+
+
+def _owner_dominates(cursor, owner_id: int) -> bool:
+    """Whether the owner holds enough of the table for the shared graph to pay.
+
+    Read from the planner's statistics (the owner's share among the most
+    common owner ids, times the table's size) rather than by counting rows,
+    which for a big owner costs as much as the search itself.
+    """
+    cursor.execute(
+        """
+        SELECT greatest(c.reltuples, 0), (
+            SELECT s.most_common_freqs[
+                array_position(s.most_common_vals::text::bigint[], %s::bigint)
+            ]
+            FROM pg_stats s
+            WHERE s.schemaname = current_schema() AND s.tablename = %s
+              AND s.attname = 'owner_id'
+        )
+        FROM pg_class c WHERE c.oid = %s::regclass
+        """,
+        [owner_id, MEMORY_TABLE, MEMORY_TABLE],
+    )
+    table_rows, share = cursor.fetchone()
+    if share is None:
+        return False
+    return share >= HNSW_MIN_OWNER_SHARE and share * table_rows > VECTOR_EXACT_SCAN_MAX_ROWS
 
 
 def _exact_nearest(cursor, where: str, params: dict) -> list[int]:
