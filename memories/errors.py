@@ -229,4 +229,18 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
 def server_error(request: HttpRequest) -> HttpResponse:
     if is_api_path(request.path):
         return json_server_error(request)
+    exc = sys.exc_info()[1]
+    if exc is not None and is_database_down(exc):
+        # A page, not a stack trace or a generic 500: the owner should know it
+        # is temporary. The template must not touch the database.
+        return _database_down_page(request)
     return defaults.server_error(request)
+
+
+def _database_down_page(request: HttpRequest) -> HttpResponse:
+    from django.template import loader
+
+    body = loader.get_template("503.html").render()
+    response = HttpResponse(body, status=503)
+    response["Retry-After"] = "30"
+    return response

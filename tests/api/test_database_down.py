@@ -168,3 +168,12 @@ def test_it_gives_up_on_a_database_that_never_answers():
             url + "/v1/memories", headers={"Authorization": f"Bearer {API_TOKEN}"}, timeout=60
         )
         assert_database_unavailable(response)
+
+
+def test_it_shows_pages_a_clear_503_when_the_database_refuses(public_url):
+    # A signed-in looking request: loading the session needs the database.
+    response = requests.get(public_url + "/", cookies={"sessionid": "x" * 32}, timeout=30)
+    assert response.status_code == 503
+    assert response.headers["Content-Type"].startswith("text/html")
+    assert "out of reach for a moment" in response.text
+    assert response.headers["Retry-After"] == "30"
