@@ -19,6 +19,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.template import loader
 from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -238,8 +239,6 @@ def server_error(request: HttpRequest) -> HttpResponse:
 
 
 def _database_down_page(request: HttpRequest) -> HttpResponse:
-    from django.template import loader
-
     body = loader.get_template("503.html").render()
     response = HttpResponse(body, status=503)
     response["Retry-After"] = "30"
