@@ -29,9 +29,18 @@ from memories import consolidation
 from memories.models import Memory
 
 BENCH_OWNER = "bench-consolidation-owner"
-# Topics, each with subtopics: similarity is graded as in real sentence
-# embeddings (same subtopic ~0.64, same topic ~0.31, unrelated ~0), and even
-# the closest unplanted pair stays far below the near-duplicate threshold.
+# Default data ("latent"): like real sentence embeddings, the vectors lie near a
+# space of few dimensions (a mixture of topics in 24 latent dimensions, mapped
+# into the embedding space) plus a share of noise in every direction. Unrelated
+# memories sit near cosine 0, a memory's nearest unplanted neighbour near 0.77,
+# the closest unplanted pair near 0.84: far below the near-duplicate threshold.
+LATENT_DIMENSIONS = 24
+LATENT_TOPICS = 300
+LATENT_SPREAD = 0.6
+NOISE_SHARE = 0.15
+# Stress data ("sharp"): orthogonal topics, 50 subtopics each, memories at a
+# fixed cosine to their subtopic with noise in every other direction, so all
+# memories of a subtopic are equidistant; graph indexes lose their way here.
 TOPICS = 100
 SUBTOPICS_PER_TOPIC = 50
 SUBTOPIC_COSINE = 0.7  # subtopic centre to its topic centre
@@ -57,6 +66,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--runs", type=int, default=1, help="fresh database per run")
         parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument(
+            "--data",
+            choices=("latent", "sharp"),
+            default="latent",
+            help="latent: like real embeddings (default); sharp: a stress case for the index",
+        )
         parser.add_argument("--database", default="timothy_bench_consolidate")
         parser.add_argument("--keep", action="store_true", help="keep the scratch database")
 
@@ -75,7 +90,10 @@ class Command(BaseCommand):
             try:
                 call_command("migrate", verbosity=0)
                 planted = self._fill(
-                    options["memories"], options["duplicate_share"], options["seed"] + run
+                    options["memories"],
+                    options["duplicate_share"],
+                    options["seed"] + run,
+                    options["data"],
                 )
                 results.append(self._consolidate(planted))
             finally:
@@ -108,8 +126,8 @@ class Command(BaseCommand):
 
     # --- data -----------------------------------------------------------------------
 
-    def _vectors(self, memories: int, share: float, seed: int):
-        """Base vectors around subtopic centres, then planted groups appended at the end.
+    def _vectors(self, memories: int, share: float, seed: int, data: str = "latent"):
+        """Base vectors, then planted groups appended at the end.
 
         Returns the vectors and, for each planted group, the row positions of its members.
         """
@@ -120,9 +138,20 @@ class Command(BaseCommand):
         pairs = duplicates - 2 * triples
         groups = pairs + triples
         originals = memories - duplicates
-        topics = _unit(rng.standard_normal((TOPICS, dimensions)))
-        subtopics = _around(rng, np.repeat(topics, SUBTOPICS_PER_TOPIC, axis=0), SUBTOPIC_COSINE)
-        base = _around(rng, subtopics[rng.integers(0, len(subtopics), originals)], MEMORY_COSINE)
+        if data == "sharp":
+            topics = _unit(rng.standard_normal((TOPICS, dimensions)))
+            subtopics = _around(
+                rng, np.repeat(topics, SUBTOPICS_PER_TOPIC, axis=0), SUBTOPIC_COSINE
+            )
+            base = _around(
+                rng, subtopics[rng.integers(0, len(subtopics), originals)], MEMORY_COSINE
+            )
+        else:
+            basis, _ = np.linalg.qr(rng.standard_normal((dimensions, LATENT_DIMENSIONS)))
+            centres = rng.standard_normal((LATENT_TOPICS, LATENT_DIMENSIONS))
+            latent = centres[rng.integers(0, LATENT_TOPICS, originals)]
+            latent += rng.standard_normal(latent.shape) * LATENT_SPREAD
+            base = _around(rng, _unit(latent @ basis.T), np.sqrt(1 - NOISE_SHARE))
         chosen = rng.choice(originals, size=groups, replace=False)
         extra, members, position = [], [], originals
         for index, source in enumerate(chosen):
@@ -136,9 +165,9 @@ class Command(BaseCommand):
             members.append(group)
         return np.vstack([base, np.array(extra)]).astype(np.float32), members
 
-    def _fill(self, memories: int, share: float, seed: int) -> list[list[int]]:
+    def _fill(self, memories: int, share: float, seed: int, data: str) -> list[list[int]]:
         owner = get_user_model().objects.create(username=BENCH_OWNER, password="!")
-        vectors, groups = self._vectors(memories, share, seed)
+        vectors, groups = self._vectors(memories, share, seed, data)
         marker = {}
         for index, group in enumerate(groups):
             for position in group:
