@@ -524,7 +524,8 @@ class Command(BaseCommand):
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT embedding::text FROM memories_memory WHERE owner_id = %s "
-                "AND status = 'active' AND embedding IS NOT NULL ORDER BY id OFFSET %s LIMIT 1",
+                "AND status = 'active' AND embedding IS NOT NULL "
+                "ORDER BY created_at DESC OFFSET %s LIMIT 1",
                 [owner_id, synthesizer.random.randrange(100)],
             )
             row = cursor.fetchone()
