@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memories.models import Memory
-from retrieval.constants import FRESHNESS_WEIGHT, LEGS, RELEVANCE_WEIGHT, RRF_K
+from retrieval.constants import FRESHNESS_WEIGHT, LEG_WEIGHTS, LEGS, RELEVANCE_WEIGHT, RRF_K
 from retrieval.results import ScoredMemory
 
 
@@ -48,9 +48,9 @@ def _fusion_bars(items: list[ScoredMemory]) -> list[Candidate]:
         rrf_segments = [
             (
                 f"bar-{leg}",
-                _width(1 / (RRF_K + ranks[leg]), top_rrf),
-                f"{leg} rank {ranks[leg]}: 1/({RRF_K}+{ranks[leg]}) = "
-                f"{1 / (RRF_K + ranks[leg]):.5f}",
+                _width(LEG_WEIGHTS[leg] / (RRF_K + ranks[leg]), top_rrf),
+                f"{leg} rank {ranks[leg]}: {LEG_WEIGHTS[leg]:g}/({RRF_K}+{ranks[leg]}) = "
+                f"{LEG_WEIGHTS[leg] / (RRF_K + ranks[leg]):.5f}",
             )
             for leg in LEGS
             if leg in ranks

@@ -15,14 +15,31 @@ from memories.models import MemoryType
 # How many candidates each leg of the fusion pipeline returns.
 LEG_LIMIT = 30
 
-# Reciprocal rank fusion: score += 1 / (RRF_K + rank), rank counted from 1.
-RRF_K = 60
+# Weighted reciprocal rank fusion: score += LEG_WEIGHTS[leg] / (RRF_K + rank),
+# rank counted from 1. The seed's k = 60 (from fusing many 1000-deep TREC runs)
+# makes a leg's 1st and 30th candidate differ by only 1.5x, so within-leg order
+# barely counts and decay decides the ranking; k = 2 lets it count (R@5 on
+# locomo-dev 46 -> 57 with everything else equal; see docs/evaluation.md).
+RRF_K = 2
+# BM25 (the text leg) is the strongest single leg on conversation data; the
+# vector leg still adds what words miss. Measured in docs/evaluation.md.
+LEG_WEIGHTS = {"vector": 1.0, "text": 1.5, "entity": 1.0}
 
 # Recency decay of the fusion pipeline: 0.5 ** (days since confirmed / half-life).
 DECAY_HALF_LIFE_DAYS = 90.0
 
 # Fused scores below this are cut: returning nothing beats returning stale noise.
-MIN_SCORE = 0.005
+# The seed's 0.005 was set for k = 60; carried over to RRF_K so that a leg's last
+# candidate (rank LEG_LIMIT, weight 1) is still cut once decay x type weight
+# falls below 0.45, as under the seed (about 100 days for a fact).
+SEED_RRF_K = 60
+SEED_MIN_SCORE = 0.005
+MIN_SCORE = SEED_MIN_SCORE * (SEED_RRF_K + LEG_LIMIT) / (RRF_K + LEG_LIMIT)
+
+# Text leg: BM25 over the memories' English lexemes, with the freshness
+# pipeline's k1 but less length normalisation: memories are a sentence or two,
+# and a longer one is longer because it says more, not because it repeats itself.
+TEXT_BM25_B = 0.5
 
 # Freshness pipeline (seed 003).
 BM25_K1 = 1.2
@@ -39,13 +56,18 @@ class TypeProfile:
     weight: float
     # Freshness half-life in the freshness pipeline: 2 ** (-age / half_life).
     half_life_days: float
+    # Whether the fusion pipeline's recency decay applies. Facts, preferences and
+    # reflections can go stale while nobody re-confirms them; a record of an
+    # event stays true however old it is (the freshness pipeline is there for
+    # owners who want recent events first).
+    decays: bool = True
 
 
 # One table for everything that depends on a memory's type.
 TYPE_PROFILES: dict[str, TypeProfile] = {
     MemoryType.SEMANTIC: TypeProfile(weight=1.0, half_life_days=7.0),
     MemoryType.PREFERENCE: TypeProfile(weight=1.0, half_life_days=30.0),
-    MemoryType.EPISODIC: TypeProfile(weight=0.9, half_life_days=3.0),
+    MemoryType.EPISODIC: TypeProfile(weight=0.9, half_life_days=3.0, decays=False),
     MemoryType.REFLECTION: TypeProfile(weight=0.8, half_life_days=14.0),
 }
 

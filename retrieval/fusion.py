@@ -6,7 +6,13 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from memories.models import Memory
-from retrieval.constants import DECAY_HALF_LIFE_DAYS, MIN_SCORE, RRF_K, TYPE_PROFILES
+from retrieval.constants import (
+    DECAY_HALF_LIFE_DAYS,
+    LEG_WEIGHTS,
+    MIN_SCORE,
+    RRF_K,
+    TYPE_PROFILES,
+)
 from retrieval.results import ScoredMemory
 
 SECONDS_PER_DAY = 86400.0
@@ -29,7 +35,13 @@ def age_days(memory: Memory, as_of: datetime) -> float:
 
 
 def decay(memory: Memory, as_of: datetime) -> float:
-    """0.5 ** (days since last confirmed / 90): a memory unconfirmed for 90 days counts half."""
+    """0.5 ** (days since last confirmed / 90): a memory unconfirmed for 90 days counts half.
+
+    Only for types that can go stale (``TypeProfile.decays``); a record of an
+    event keeps 1.0.
+    """
+    if not TYPE_PROFILES[memory.type].decays:
+        return 1.0
     return 0.5 ** (age_days(memory, as_of) / DECAY_HALF_LIFE_DAYS)
 
 
@@ -46,9 +58,13 @@ def rrf_ranks(rankings: Mapping[str, Sequence[int]]) -> dict[int, dict[str, int]
     return ranks
 
 
-def rrf_score(leg_ranks: Mapping[str, int], k: int = RRF_K) -> float:
-    """Sum of 1 / (k + rank) over the legs: being found twice beats being found once."""
-    return sum(1.0 / (k + rank) for rank in leg_ranks.values())
+def rrf_score(
+    leg_ranks: Mapping[str, int],
+    k: float = RRF_K,
+    weights: Mapping[str, float] = LEG_WEIGHTS,
+) -> float:
+    """Sum of weight / (k + rank) over the legs: being found twice beats being found once."""
+    return sum(weights.get(leg, 1.0) / (k + rank) for leg, rank in leg_ranks.items())
 
 
 def fuse(

@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection, transaction
 
 from memories.models import Memory
+from retrieval.bm25 import REFERENCE_TIME_SQL, bm25_scores
 from retrieval.constants import (
     ENTITY_MAX_CHARS,
     HNSW_EF_SEARCH,
@@ -32,9 +33,10 @@ from retrieval.constants import (
     HNSW_MIN_OWNER_SHARE,
     LEG_LIMIT,
     LEG_WORKERS,
+    TEXT_BM25_B,
     VECTOR_EXACT_SCAN_MAX_ROWS,
 )
-from retrieval.lexemes import clean_query, or_tsquery, query_lexemes
+from retrieval.lexemes import clean_query
 from retrieval.models import OwnerEntity
 from retrieval.results import LegReport
 
@@ -77,13 +79,6 @@ def _filters(request: LegRequest) -> tuple[str, dict]:
     return sql, params
 
 
-# The moment a memory counts from at as_of: its last confirmation, unless that
-# happened after as_of (a replay must not see the future), else its creation.
-REFERENCE_TIME_SQL = (
-    "CASE WHEN m.last_confirmed_at <= %(as_of)s THEN m.last_confirmed_at ELSE m.created_at END"
-)
-
-
 @contextmanager
 def local_settings(cursor, values: dict[str, str]) -> Iterator[None]:
     """Set run-time parameters for the current transaction and put them back after.
@@ -120,22 +115,22 @@ def _set_local(cursor, values: dict[str, str]) -> None:
 
 
 def text_leg(cursor, request: LegRequest) -> list[int]:
-    """Memories sharing any English lexeme with the query, by ``ts_rank``."""
-    lexemes = query_lexemes(cursor, request.query)
-    if not lexemes:
-        return []
-    where, params = _filters(request)
-    params["tsquery"] = or_tsquery(lexemes)
-    cursor.execute(
-        f"""
-        SELECT m.id FROM {MEMORY_TABLE} m
-        WHERE {where} AND m.tsv @@ %(tsquery)s::tsquery
-        ORDER BY ts_rank(m.tsv, %(tsquery)s::tsquery) DESC, m.id DESC
-        LIMIT %(limit)s
-        """,
-        params,
+    """Memories sharing any English lexeme with the query, by BM25.
+
+    BM25 rather than ``ts_rank``: its IDF makes a word found in half the
+    owner's memories (their own name, say) count for little and a rare one for
+    much; ``ts_rank`` weighs them alike (docs/evaluation.md has the figures).
+    """
+    scored = bm25_scores(
+        cursor,
+        request.owner_id,
+        request.query,
+        request.as_of,
+        types=request.types,
+        top=request.limit,
+        b=TEXT_BM25_B,
     )
-    return [row[0] for row in cursor.fetchall()]
+    return [memory_id for memory_id, _ in scored]
 
 
 # --- entity ---------------------------------------------------------------------

@@ -2,6 +2,7 @@ import pytest
 
 from memories.inspector import score_bars
 from memories.models import Memory
+from retrieval.fusion import rrf_score
 from retrieval.results import ScoredMemory
 
 
@@ -11,17 +12,25 @@ def scored(parts: dict) -> ScoredMemory:
 
 
 def test_it_stacks_one_segment_per_leg_for_fusion():
+    both_rrf = rrf_score({"text": 1, "entity": 1})
     both = scored(
         {
             "ranks": {"text": 1, "entity": 1},
-            "rrf": 2 / 61,
+            "rrf": both_rrf,
             "decay": 0.5,
             "weight": 1.0,
-            "final": 1 / 61,
+            "final": both_rrf / 2,
         }
     )
+    one_rrf = rrf_score({"vector": 3})
     one = scored(
-        {"ranks": {"vector": 3}, "rrf": 1 / 63, "decay": 1.0, "weight": 0.8, "final": 0.8 / 63}
+        {
+            "ranks": {"vector": 3},
+            "rrf": one_rrf,
+            "decay": 1.0,
+            "weight": 0.8,
+            "final": one_rrf * 0.8,
+        }
     )
     first, second = score_bars("fusion", [both, one])
 
@@ -30,7 +39,7 @@ def test_it_stacks_one_segment_per_leg_for_fusion():
     assert sum(width for _, width, _ in rrf.segments) == pytest.approx(100.0, abs=0.01)
     assert "text rank 1" in rrf.segments[0][2]
     assert decay.segments[0][1] == 50.0
-    assert (weight.value, final.value) == ("1.00", f"{1 / 61:.5f}")
+    assert (weight.value, final.value) == ("1.00", f"{both_rrf / 2:.5f}")
     assert final.segments[0][1] == 100.0
     assert second.bars[0].segments[0][0] == "bar-vector"
     assert second.bars[2].segments[0][1] == 80.0

@@ -41,10 +41,11 @@ def independent_bm25(owner, query: str) -> dict[int, float]:
                 frequencies[lexeme.replace("''", "'")] = len(positions.split(","))
             documents[memory_id] = frequencies
     total = len(documents)
-    average = sum(sum(f.values()) for f in documents.values()) / total
+    # A memory's length: its distinct lexemes (what length(tsv) counts).
+    average = sum(len(f) for f in documents.values()) / total
     scores = {}
     for memory_id, frequencies in documents.items():
-        length = sum(frequencies.values())
+        length = len(frequencies)
         score = 0.0
         for term in terms & frequencies.keys():
             containing = sum(1 for f in documents.values() if term in f)

@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from memories.models import Memory
 from retrieval import legs
+from retrieval.constants import MIN_SCORE
 from retrieval.recall import recall
 from retrieval.render import BLOCK_CLOSE
 from retrieval.results import RecallFailed
@@ -97,13 +98,13 @@ def test_it_halves_the_score_at_ninety_days(alice):
 def test_it_cuts_below_the_minimum_score(alice):
     now = timezone.now()
     kept = make_memory(alice, "Plays chess.", created_at=now - timedelta(days=30))
-    stale = make_memory(alice, "Chess club member.", created_at=now - timedelta(days=400))
+    stale = make_memory(alice, "Chess club member.", created_at=now - timedelta(days=500))
     result = recall(alice, "chess", explain=True, dry_run=True)
     assert ids(result) == [kept.pk]
     assert [(item.memory.pk, item.cut_reason) for item in result.cut] == [
         (stale.pk, "below_min_score")
     ]
-    assert result.cut[0].score < 0.005
+    assert result.cut[0].score < MIN_SCORE
 
 
 @pytest.mark.django_db
