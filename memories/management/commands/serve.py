@@ -102,7 +102,17 @@ class Command(BaseCommand):
 
     def serve(self, web_workers: int) -> None:
         python = sys.executable
-        gunicorn = [python, "-m", "gunicorn", "--access-logfile", "-", "--log-level", "warning"]
+        gunicorn = [
+            python,
+            "-m",
+            "gunicorn",
+            "--config",
+            "python:timothy.gunicorn_conf",
+            "--access-logfile",
+            "-",
+            "--log-level",
+            "warning",
+        ]
         commands = {
             "public site": gunicorn
             + [
