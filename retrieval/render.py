@@ -51,7 +51,11 @@ _BLANK_CHARACTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 _LOOKALIKES = {
     "<": "˂ᐸᚲ‹❮𝈶〈〈⟨⟪❬❰⧼《≺≪",
     "/": "᜵⁁⁄∕╱⟋⧸Ⳇ〳ノ㇓丿𝈺\\",
-    "|": "∣│┃❘ǀ⏐⎪⏽¦￨",
+    "|": (
+        "∣│┃❘ǀ⏐⎪⏽¦￨"
+        # Letters and digits drawn as a bar (Greek, Cyrillic, Hebrew, Arabic, ...).
+        "ƖΙІӀ\u05c0\u05d5\u05df\u0627\u0661\u06f1\u07ca\u16c1\u2c92\u2d4f\ua4f2\U0001028a\U00010309\U00010320\U00016f28\U0001e8c7"
+    ),
     "m": "ΜϺМмᴍᎷᗰᛖⲘꓟ𐊰𐌑𑜀𑣣",
     "e": "ΕЕеҽᴇᎬ℮⋿ⴹꓰꬲ𐊆𑢦𑢮",
     "o": (
@@ -63,10 +67,10 @@ _LOOKALIKES = {
 _LOOKALIKE_OF = {char: plain for plain, chars in _LOOKALIKES.items() for char in chars}
 
 # Over the skeleton (see _skeleton): an opening or closing fence tag, with any spacing
-# and slashes inside it, spaced-out letters, "rn" drawn as "m"; or the "<|" that starts
-# a chat-template token (<|im_start|>, <|endoftext|>, <|eot_id|>, ...). Possessive
+# and slashes inside it, spaced-out letters, "rn" drawn as "m"; or the "<|" (spaced or
+# not) that starts a chat-template token (<|im_start|>, <|endoftext|>, <|eot_id|>, ...). Possessive
 # repetition never backtracks, so the scan stays linear however hostile the input.
-_FORBIDDEN_OPENING = re.compile(r"<(?:[ /]*+(?:m|rn) *+e *+(?:m|rn) *+o *+r *+y|\|)")
+_FORBIDDEN_OPENING = re.compile(r"<(?:[ /]*+(?:m|rn) *+e *+(?:m|rn) *+o *+r *+y| *+\|)")
 
 
 @functools.lru_cache(maxsize=65536)
