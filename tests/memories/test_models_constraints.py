@@ -161,3 +161,38 @@ def test_it_refuses_to_delete_an_owner_who_has_memories(alice):
     refused(alice.delete)
 
     assert Memory.objects.filter(owner=alice).exists()
+
+
+def test_it_refuses_rewriting_a_memory_in_place(alice, bob):
+    memory = make_memory(alice, "Alice lives in Lyon.", entities=["Lyon"])
+    rows = Memory.objects.filter(pk=memory.pk)
+    refused(lambda: rows.update(content="Alice lives in Paris."))
+    refused(lambda: rows.update(type=Memory.Type.PREFERENCE))
+    refused(lambda: rows.update(entity_refs=["Paris"]))
+    refused(lambda: rows.update(owner=bob))
+    memory.refresh_from_db()
+    assert (memory.content, memory.owner_id, memory.entity_refs) == (
+        "Alice lives in Lyon.",
+        alice.pk,
+        ["Lyon"],
+    )
+    # What may change in place still does.
+    rows.update(confidence=0.4, last_retrieved_at=memory.created_at)
+
+
+@pytest.mark.parametrize(
+    ("start", "forbidden"),
+    [
+        (Status.REJECTED, Status.ACTIVE),
+        (Status.REJECTED, Status.PROPOSED),
+        (Status.ARCHIVED, Status.ACTIVE),
+        (Status.ACTIVE, Status.PROPOSED),
+        (Status.ACTIVE, Status.REJECTED),
+        (Status.PROPOSED, Status.ARCHIVED),
+    ],
+)
+def test_it_refuses_status_changes_outside_the_state_machine(alice, start, forbidden):
+    memory = make_memory(alice, status=start)
+    refused(lambda: Memory.objects.filter(pk=memory.pk).update(status=forbidden))
+    memory.refresh_from_db()
+    assert memory.status == start
