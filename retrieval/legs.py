@@ -98,10 +98,18 @@ def local_settings(cursor, values: dict[str, str]) -> Iterator[None]:
     )
     previous = cursor.fetchone()[0::2]
     yield
-    _set_local(cursor, {name: old or "" for name, old in zip(names, previous, strict=True)})
+    # A setting that did not exist yet (pgvector's hnsw.* before its library
+    # loads on this connection) has no old value to restore, and '' is not a
+    # valid one; being local, it ends with the transaction anyway.
+    _set_local(
+        cursor,
+        {name: old for name, old in zip(names, previous, strict=True) if old is not None},
+    )
 
 
 def _set_local(cursor, values: dict[str, str]) -> None:
+    if not values:
+        return
     params: list[str] = []
     for name, value in values.items():
         params += [name, value]

@@ -3,7 +3,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.utils import timezone
 
 from memories.models import Memory
@@ -435,3 +435,20 @@ def test_it_stops_waiting_at_the_deadline(alice, monkeypatch):
     reports = run_legs(["text"], request_for(alice, "x", timeout=5.0), deadline=started + 0.3)
     assert reports["text"].status == "timeout"
     assert reports["text"].error == "no answer in time"
+
+
+@pytest.mark.django_db
+def test_it_restores_settings_on_a_connection_that_has_not_loaded_pgvector():
+    # A new connection has no hnsw.* settings until pgvector's library loads
+    # (current_setting() gives NULL); restoring those must not set '' on them.
+    fresh = connections.create_connection("default")
+    try:
+        with fresh.cursor() as cursor, fresh.wrap_database_errors:
+            cursor.execute("BEGIN")
+            with legs.local_settings(cursor, {"hnsw.iterative_scan": "relaxed_order"}):
+                cursor.execute("SELECT '[1,2]'::vector <=> '[1,3]'::vector")
+            cursor.execute("SHOW hnsw.iterative_scan")
+            assert cursor.fetchone()[0] == "relaxed_order"
+            cursor.execute("COMMIT")
+    finally:
+        fresh.close()
