@@ -22,3 +22,12 @@ def alice(db):
 def bob(db):
     # Bob must never see anything of Alice's.
     return get_user_model().objects.create_user("bob", password="bob-password-1")
+
+
+@pytest.fixture(autouse=True)
+def exact_bm25_statistics(monkeypatch):
+    """BM25 reads exact corpus statistics in tests (the cache has its own test)."""
+    from retrieval import bm25
+
+    monkeypatch.setattr(bm25, "BM25_CORPUS_STATS_TTL", 0)
+    bm25._corpus_cache.clear()
