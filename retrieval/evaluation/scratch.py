@@ -19,6 +19,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import DEFAULT_DB_ALIAS, connections
 
+from timothy.scratch import create_database, drop_database
+
 logger = logging.getLogger(__name__)
 
 SCRATCH_PREFIX = "timothy_eval_"
@@ -29,23 +31,12 @@ def scratch_name() -> str:
     return f"{SCRATCH_PREFIX}{os.getpid()}_{secrets.token_hex(3)}"
 
 
-def database_exists(name: str, alias: str = DEFAULT_DB_ALIAS) -> bool:
-    with connections[alias]._nodb_cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
-        return cursor.fetchone() is not None
-
-
 @contextmanager
 def scratch_database(alias: str = DEFAULT_DB_ALIAS) -> Iterator[str]:
     """Create, migrate and switch to a fresh database; yield its name; drop it."""
-    connection = connections[alias]
-    original_name = connection.settings_dict["NAME"]
+    original_name = connections[alias].settings_dict["NAME"]
     name = scratch_name()
-    quoted = connection.ops.quote_name(name)
-    # CREATE/DROP DATABASE cannot run inside a transaction: use a separate
-    # autocommit connection to the server's maintenance database.
-    with connection._nodb_cursor() as cursor:
-        cursor.execute(f"CREATE DATABASE {quoted}")
+    create_database(name, alias)
     try:
         _switch(alias, name)
         call_command("migrate", database=alias, interactive=False, verbosity=0)
@@ -53,9 +44,7 @@ def scratch_database(alias: str = DEFAULT_DB_ALIAS) -> Iterator[str]:
     finally:
         _switch(alias, original_name)
         try:
-            with connection._nodb_cursor() as cursor:
-                # FORCE ends connections other threads may still hold to it.
-                cursor.execute(f"DROP DATABASE IF EXISTS {quoted} WITH (FORCE)")
+            drop_database(name, alias)
         except Exception:
             logger.exception("Could not drop the scratch database %s; drop it by hand", name)
             raise

@@ -7,7 +7,8 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from memories.models import Memory
-from retrieval.evaluation.scratch import SCRATCH_PREFIX, database_exists, scratch_database
+from retrieval.evaluation.scratch import SCRATCH_PREFIX, scratch_database
+from timothy.scratch import database_exists
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from memories import consolidation
 from memories.models import Memory
+from timothy.scratch import create_database, drop_database
 
 BENCH_OWNER = "bench-consolidation-owner"
 # Default data ("latent"): like real sentence embeddings, the vectors lie near a
@@ -91,7 +92,7 @@ class Command(BaseCommand):
         results = []
         for run in range(options["runs"]):
             self._drop(database)
-            self._create(database)
+            create_database(database)
             connections.close_all()
             alias_settings["NAME"] = database
             try:
@@ -123,18 +124,9 @@ class Command(BaseCommand):
 
     # --- scratch database ---------------------------------------------------------
 
-    def _create(self, name: str) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)).as_string())
-
     def _drop(self, name: str) -> None:
         connections.close_all()
-        with connection.cursor() as cursor:
-            cursor.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-                .format(sql.Identifier(name))
-                .as_string()
-            )
+        drop_database(name)
 
     # --- data -----------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from memories.models import Memory
 from retrieval import legs
 from retrieval.constants import PIPELINES
 from retrieval.recall import recall
+from timothy.scratch import create_database, database_exists, drop_database
 
 BENCH_OWNER_PREFIX = "bench-owner-"
 BATCH_ROWS = 20_000
@@ -300,12 +301,12 @@ class Command(BaseCommand):
         original = alias_settings["NAME"]
         if database == original:
             raise CommandError("The scratch database must not be the service's own database.")
-        exists = self._database_exists(database)
+        exists = database_exists(database)
         if exists and not options["reuse"]:
             self._drop(database)
             exists = False
         if not exists:
-            self._create(database)
+            create_database(database)
         connections.close_all()
         alias_settings["NAME"] = database
         synthesizer = Synthesizer(options["seed"], settings.EMBEDDING_DIMENSIONS)
@@ -324,24 +325,9 @@ class Command(BaseCommand):
 
     # --- scratch database ---------------------------------------------------------
 
-    def _database_exists(self, name: str) -> bool:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
-            return cursor.fetchone() is not None
-
-    def _create(self, name: str) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)).as_string())
-
     def _drop(self, name: str) -> None:
         connections.close_all()
-        # FORCE: the leg workers' idle connections to the scratch database go too.
-        with connection.cursor() as cursor:
-            cursor.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-                .format(sql.Identifier(name))
-                .as_string()
-            )
+        drop_database(name)
         self.stdout.write(f"dropped scratch database {name}")
 
     # --- fill -----------------------------------------------------------------------

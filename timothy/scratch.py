@@ -1,0 +1,31 @@
+"""Throw-away databases on the same PostgreSQL server.
+
+The store never deletes, so evaluations and benchmarks load their data into a
+database of their own and drop it afterwards. CREATE and DROP DATABASE cannot
+run inside a transaction, so both go through an autocommit connection to the
+server's maintenance database.
+"""
+
+from __future__ import annotations
+
+from django.db import DEFAULT_DB_ALIAS, connections
+
+
+def database_exists(name: str, alias: str = DEFAULT_DB_ALIAS) -> bool:
+    with connections[alias]._nodb_cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        return cursor.fetchone() is not None
+
+
+def create_database(name: str, alias: str = DEFAULT_DB_ALIAS) -> None:
+    connection = connections[alias]
+    with connection._nodb_cursor() as cursor:
+        cursor.execute(f"CREATE DATABASE {connection.ops.quote_name(name)}")
+
+
+def drop_database(name: str, alias: str = DEFAULT_DB_ALIAS) -> None:
+    """Drop ``name`` if it exists, ending every connection still open to it."""
+    connection = connections[alias]
+    # FORCE: worker threads' idle connections (retrieval legs) go too.
+    with connection._nodb_cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS {connection.ops.quote_name(name)} WITH (FORCE)")
