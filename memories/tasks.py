@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 
 from django.contrib.auth import get_user_model
@@ -64,6 +65,24 @@ def consolidate_daily() -> str:
     _, outcome = consolidate()
     summary = outcome.summary()
     logger.info("Consolidation: %s", summary)
+    return summary
+
+
+def embed_missing() -> str:
+    """Give a vector to every active or proposed memory that has none.
+
+    Catches up on embedding tasks lost to a restart (a task the worker had
+    claimed when it stopped) and on imports, which queue none. `make run`
+    queues it at every start.
+    """
+    from django.core.management import call_command
+
+    if get_provider() is None:
+        return "no embedding provider"
+    out = io.StringIO()
+    call_command("reembed", "--missing-only", stdout=out, stderr=io.StringIO())
+    summary = out.getvalue().strip().splitlines()[-1] if out.getvalue().strip() else ""
+    logger.info("Embedding catch-up: %s", summary)
     return summary
 
 

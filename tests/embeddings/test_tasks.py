@@ -6,7 +6,7 @@ import pytest
 from django_q.models import OrmQ, Task
 
 from memories.models import Memory
-from memories.tasks import embed_memory
+from memories.tasks import embed_memory, embed_missing
 from tests.base import make_memory
 from tests.fakes.openai_server import EMBEDDINGS, Answer, deterministic_vector
 
@@ -72,3 +72,26 @@ def test_it_leaves_an_existing_embedding_alone(openai_embeddings, alice):
     assert openai_embeddings.requests_to(EMBEDDINGS) == []
     memory.refresh_from_db()
     assert list(memory.embedding) == [0.5] * 384
+
+
+def test_it_catches_up_on_memories_left_without_a_vector(openai_embeddings, alice, bob):
+    # Written without the on-commit hook: as after a lost task or an import.
+    lost = make_memory(alice, "Alice keeps bees.")
+    imported = make_memory(bob, "Bob sings in a choir.", status=Memory.Status.PROPOSED)
+    kept = make_memory(alice, "Alice prefers aisle seats.", embedding=[0.5] * 384)
+    assert "2" in embed_missing()
+    for memory in (lost, imported):
+        memory.refresh_from_db()
+        assert list(memory.embedding) == pytest.approx(
+            deterministic_vector(memory.content, 384), abs=1e-6
+        )
+    kept.refresh_from_db()
+    assert list(kept.embedding) == [0.5] * 384
+
+
+def test_it_skips_the_catch_up_without_a_provider(settings, alice):
+    settings.EMBEDDING_PROVIDER = "none"
+    memory = make_memory(alice, "Alice keeps bees.")
+    assert embed_missing() == "no embedding provider"
+    memory.refresh_from_db()
+    assert memory.embedding is None

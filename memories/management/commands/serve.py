@@ -78,9 +78,15 @@ class Command(BaseCommand):
             check_embedding_dimensions()
         except Exception as error:
             raise CommandError(str(error))
+        # Memories whose embedding task was lost (claimed by the worker when it
+        # stopped) or never queued (imports) get their vectors in the background.
+        from django_q.tasks import async_task
+
+        async_task("memories.tasks.embed_missing")
         self.stdout.write(
             f"Embeddings: {settings.EMBEDDING_PROVIDER}, "
-            f"{settings.EMBEDDING_DIMENSIONS} dimensions."
+            f"{settings.EMBEDDING_DIMENSIONS} dimensions; catching up on missing ones "
+            "in the background."
         )
 
     def ensure_owner(self) -> None:
