@@ -22,12 +22,11 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, connections
 from django.utils import timezone
-from psycopg import sql
 from tqdm import tqdm
 
 from memories import consolidation
 from memories.models import Memory
-from timothy.scratch import create_database, drop_database
+from timothy.scratch import create_database, drop_database, drop_secondary_indexes
 
 BENCH_OWNER = "bench-consolidation-owner"
 # Default data ("latent"): like real sentence embeddings, the vectors lie near a
@@ -178,14 +177,7 @@ class Command(BaseCommand):
                 marker[position] = f"planted-{index}"
         table = Memory._meta.db_table
         with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s "
-                "AND indexname NOT LIKE '%%_pkey'",
-                [table],
-            )
-            indexes = cursor.fetchall()
-            for name, _ in indexes:
-                cursor.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)).as_string())
+            indexes = drop_secondary_indexes(cursor, table)
         from pgvector.psycopg import register_vector
 
         connection.ensure_connection()

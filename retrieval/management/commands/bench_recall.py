@@ -23,7 +23,6 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, connections
 from django.utils import timezone
-from psycopg import sql
 from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
@@ -31,7 +30,7 @@ from memories.models import Memory
 from retrieval import legs
 from retrieval.constants import PIPELINES
 from retrieval.recall import recall
-from timothy.scratch import create_database, database_exists, drop_database
+from timothy.scratch import create_database, database_exists, drop_database, drop_secondary_indexes
 
 BENCH_OWNER_PREFIX = "bench-owner-"
 BATCH_ROWS = 20_000
@@ -345,15 +344,7 @@ class Command(BaseCommand):
         total = owners * per_owner
         table = Memory._meta.db_table
         with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s "
-                "AND indexname NOT LIKE '%%_pkey'",
-                [table],
-            )
-            indexes = cursor.fetchall()
-            # Building indexes once after the load is much faster than row by row.
-            for name, _ in indexes:
-                cursor.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)).as_string())
+            indexes = drop_secondary_indexes(cursor, table)
             # Likewise the entity dictionary: counted once after the load, not per row.
             cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER {ENTITY_TRIGGER}")
 
