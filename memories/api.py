@@ -41,7 +41,7 @@ from memories.api_schema import (
     SEARCH_EXAMPLE,
     error_responses,
 )
-from memories.errors import ApiError, PayloadTooLarge
+from memories.errors import ApiError, LengthRequired, PayloadTooLarge
 from memories.idempotency import run_idempotently
 from memories.models import Memory, MemoryEvent
 from memories.serializers import (
@@ -58,6 +58,7 @@ from memories.serializers import (
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
 from retrieval.serialize import memory_to_dict
+from timothy.request_body import is_unsized_chunked
 
 # Ids are PostgreSQL bigints; anything larger cannot exist.
 MAX_MEMORY_ID = 2**63 - 1
@@ -91,7 +92,10 @@ def _reject_constant(name: str):
 
 
 def check_body_size(request: Request) -> None:
-    """413 before any parsing when the declared body is over the limit."""
+    """413 before any parsing when the declared body is over the limit; 411 when
+    a chunked body came through a server that could not say how long it is."""
+    if is_unsized_chunked(request.META):
+        raise LengthRequired()
     limit = settings.MAX_BODY_BYTES
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)

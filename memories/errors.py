@@ -41,6 +41,7 @@ DEFAULT_CODES = {
     405: "method_not_allowed",
     406: "not_acceptable",
     409: "conflict",
+    411: "length_required",
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "unprocessable",
@@ -79,6 +80,15 @@ class PayloadTooLarge(ApiError):
             "payload_too_large",
             f"The request body is larger than the limit of {limit} bytes.",
             {"limit_bytes": limit},
+        )
+
+
+class LengthRequired(ApiError):
+    def __init__(self) -> None:
+        super().__init__(
+            status.HTTP_411_LENGTH_REQUIRED,
+            "length_required",
+            "This server cannot read a chunked request body; send a Content-Length header.",
         )
 
 

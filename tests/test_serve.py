@@ -99,6 +99,20 @@ def admin_login(base: str, username: str, password: str) -> bool:
     return answer.url.rstrip("/").endswith("/admin")
 
 
+def check_chunked_bodies(base: str, token: str) -> None:
+    """Gunicorn decodes a chunked body (no Content-Length); the API reads it whole."""
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    parts = [b'{"content": "Prefers aisle seats", ', b'"type": "preference", "mode": "remember"}']
+    created = requests.post(base + "/v1/memories", data=iter(parts), headers=headers, timeout=10)
+    assert created.status_code == 201, created.text
+    assert created.json()["content"] == "Prefers aisle seats"
+
+    oversized = iter([b'{"content": "', b"x" * 300_000, b'"}'])  # limit: 256 KiB
+    refused = requests.post(base + "/v1/memories", data=oversized, headers=headers, timeout=10)
+    assert refused.status_code == 413
+    assert refused.json()["error"]["code"] == "payload_too_large"
+
+
 def test_it_serves_stops_and_keeps_data_across_runs(tmp_path):
     data_dir = tmp_path / "data"
     first = Service(service_env(data_dir))
@@ -111,6 +125,7 @@ def test_it_serves_stops_and_keeps_data_across_runs(tmp_path):
         internal = f"http://{first.env['TIMOTHY_INTERNAL_ADDR']}/admin/login/"
         # The internal listener is up and serves nothing of the public site.
         assert requests.get(internal, timeout=5).status_code == 404
+        check_chunked_bodies(first.base, token)
     finally:
         code = first.stop()
     assert code == 0, first.output

@@ -4,6 +4,8 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
+from timothy.request_body import ChunkedBodyMiddleware
+
 os.environ["DJANGO_SETTINGS_MODULE"] = "timothy.internal_settings"
 
-application = get_wsgi_application()
+application = ChunkedBodyMiddleware(get_wsgi_application())

@@ -4,6 +4,8 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
+from timothy.request_body import ChunkedBodyMiddleware
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "timothy.settings")
 
-application = get_wsgi_application()
+application = ChunkedBodyMiddleware(get_wsgi_application())

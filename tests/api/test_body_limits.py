@@ -1,4 +1,8 @@
+import io
+import json
+
 from memories.models import Memory
+from timothy.request_body import ChunkedBodyMiddleware
 
 
 def test_it_answers_413_for_a_body_over_the_limit(settings, alice_api):
@@ -40,3 +44,67 @@ def test_it_answers_413_for_a_body_far_over_the_limit(settings, alice_api):
         "/v1/memories", data=data, headers={"Content-Type": "application/json"}
     )
     assert response.status_code == 413
+
+
+def chunks(data: bytes, size: int = 100):
+    """A body requests sends with Transfer-Encoding: chunked and no Content-Length."""
+    for start in range(0, len(data), size):
+        yield data[start : start + size]
+
+
+def test_it_answers_411_when_the_server_cannot_size_a_chunked_body(alice_api):
+    # The test server, unlike gunicorn, does not decode chunked bodies.
+    body = json.dumps({"content": "Likes aisle seats", "type": "semantic", "mode": "remember"})
+    response = alice_api.post(
+        "/v1/memories",
+        data=chunks(body.encode()),
+        headers={"Content-Type": "application/json"},
+    )
+    assert response.status_code == 411
+    assert response.json()["error"]["code"] == "length_required"
+    assert "Content-Length" in response.json()["error"]["message"]
+    assert not Memory.objects.exists()
+
+
+def wsgi_call(application, environ: dict) -> tuple[dict, bytes]:
+    """What the application received, and the body it read."""
+    seen = {}
+
+    def app(environ, start_response):
+        seen.update(environ)
+        start_response("200 OK", [])
+        return [environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))]
+
+    body = b"".join(application(app)(environ, lambda status, headers: None))
+    return seen, body
+
+
+def chunked_environ(body: bytes, *, decoded: bool) -> dict:
+    environ = {"REQUEST_METHOD": "POST", "HTTP_TRANSFER_ENCODING": "chunked"}
+    environ["wsgi.input"] = io.BytesIO(body)
+    if decoded:
+        environ["wsgi.input_terminated"] = True
+    return environ
+
+
+def test_a_decoded_chunked_body_is_given_its_length(settings):
+    settings.MAX_BODY_BYTES = 1000
+    seen, body = wsgi_call(ChunkedBodyMiddleware, chunked_environ(b"x" * 700, decoded=True))
+    assert seen["CONTENT_LENGTH"] == "700"
+    assert body == b"x" * 700
+
+
+def test_a_chunked_body_is_read_only_one_byte_past_the_limit(settings):
+    settings.MAX_BODY_BYTES = 1000
+    stream = chunked_environ(b"y" * 500_000, decoded=True)
+    seen, body = wsgi_call(ChunkedBodyMiddleware, stream)
+    assert seen["CONTENT_LENGTH"] == "1001"  # over the limit: the API answers 413
+    assert len(body) == 1001
+
+
+def test_an_undecoded_chunked_body_is_left_for_the_411(settings):
+    seen, body = wsgi_call(
+        ChunkedBodyMiddleware, chunked_environ(b"5\r\nhello\r\n0\r\n\r\n", decoded=False)
+    )
+    assert "CONTENT_LENGTH" not in seen
+    assert body == b""
