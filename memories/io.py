@@ -62,15 +62,6 @@ DEFAULT_SOURCE = Memory.Source.IMPORT
 DEFAULT_CONFIDENCE = Memory._meta.get_field("confidence").default
 MAX_SESSION_ID = Memory._meta.get_field("session_id").max_length
 FLOAT32_MAX = 3.4028234663852886e38
-# The retrieval app's per-owner entity dictionary is kept by a row trigger
-# (retrieval/migrations/0002_owner_entities.py). Row by row, a large import bumps
-# the same few counters (the owner's own name is in most memories) tens of
-# thousands of times in one transaction, which grows slower with every bump; from
-# this many rows on, the import switches the trigger off inside its transaction
-# and has the dictionary rebuilt once at the end.
-RECOUNT_MIN_ROWS = 2000
-ENTITY_COUNTER_TRIGGER = "memory_counts_owner_entities"
-ENTITY_COUNTER_REBUILD = "timothy_rebuild_owner_entities"
 # Line breaks to str.splitlines() and editors that JSON leaves raw inside strings
 # (it escapes only control characters below U+0020); escaped on export so that
 # one memory is one line for every reader.
@@ -428,7 +419,9 @@ def _insert(
 
     Rows go in heads first, then level by level: the check constraint and the
     successor trigger need a superseded row's successor to exist already, and
-    a row-level trigger sees the rows the same COPY wrote before it.
+    a row-level trigger sees the rows the same COPY wrote before it. The
+    retrieval app's entity dictionary is counted once for the whole COPY, by a
+    statement-level trigger (retrieval/migrations/0003).
     """
     reason = f"imported from {source_name}" if source_name else "imported"
     with transaction.atomic(), connection.cursor() as cursor:
@@ -437,13 +430,6 @@ def _insert(
         pk_of = {item.line: pk for item, pk in zip(good, ids, strict=True)}
         pk_of_key = {item.key: pk_of[item.line] for item in good if item.key is not None}
         in_order = sorted(good, key=lambda item: (item.depth, item.line))
-        recount = len(good) >= RECOUNT_MIN_ROWS and _entity_counter_installed(cursor)
-        if recount:
-            # ALTER TABLE refuses while deferred foreign-key checks are queued, so
-            # this transaction checks them at once instead of at commit.
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-            _set_entity_counter(cursor, enabled=False)
-
         with cursor.cursor.copy(_copy_sql(Memory, MEMORY_COLUMNS)) as copy:
             for written, item in enumerate(in_order, start=1):
                 fields = item.fields
@@ -469,10 +455,6 @@ def _insert(
                 if written % BATCH_SIZE == 0:
                     on_batch(BATCH_SIZE)
             on_batch(len(in_order) % BATCH_SIZE)
-
-        if recount:
-            _set_entity_counter(cursor, enabled=True)
-            cursor.execute(f"SELECT {ENTITY_COUNTER_REBUILD}()")
 
         with cursor.cursor.copy(_copy_sql(MemoryEvent, EVENT_COLUMNS)) as copy:
             for item in good:
@@ -512,26 +494,6 @@ MEMORY_COLUMNS = (
     "superseded_by",
 )
 EVENT_COLUMNS = ("memory", "owner", "action", "via", "reason", "data", "at")
-
-
-def _entity_counter_installed(cursor) -> bool:
-    cursor.execute(
-        "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = %s::regclass AND tgname = %s)"
-        " AND EXISTS (SELECT 1 FROM pg_proc WHERE proname = %s)",
-        [Memory._meta.db_table, ENTITY_COUNTER_TRIGGER, ENTITY_COUNTER_REBUILD],
-    )
-    return cursor.fetchone()[0]
-
-
-def _set_entity_counter(cursor, *, enabled: bool) -> None:
-    # Takes a SHARE ROW EXCLUSIVE lock until commit: reads go on, other writes to
-    # memories wait, so none can slip past the counter while it is off.
-    action = "ENABLE" if enabled else "DISABLE"
-    quote = connection.ops.quote_name
-    cursor.execute(
-        f"ALTER TABLE {quote(Memory._meta.db_table)} {action} TRIGGER "
-        f"{quote(ENTITY_COUNTER_TRIGGER)}"
-    )
 
 
 def _copy_sql(model, field_names: tuple[str, ...]) -> str:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from datetime import UTC, datetime
 from io import BytesIO, StringIO, TextIOWrapper
 from pathlib import Path
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import connection, transaction
 
 from memories import io
 from memories.io import PROGRESS_MIN_BYTES
@@ -280,19 +281,13 @@ def entity_counts(owner) -> dict[str, int]:
     return dict(OwnerEntity.objects.filter(owner=owner).values_list("key", "memories"))
 
 
-def counter_trigger_enabled() -> bool:
+def rebuilt_entity_counts(owner) -> dict[str, int]:
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT tgenabled FROM pg_trigger WHERE tgname = %s", [io.ENTITY_COUNTER_TRIGGER]
-        )
-        return cursor.fetchone()[0] == "O"
+        cursor.execute("SELECT timothy_rebuild_owner_entities()")
+    return entity_counts(owner)
 
 
-@pytest.mark.parametrize("recount_from", [1, 10_000], ids=["recounted", "row-by-row"])
-def test_it_keeps_the_entity_dictionary_right_either_way(
-    alice, bob, tmp_path, monkeypatch, recount_from
-):
-    monkeypatch.setattr(io, "RECOUNT_MIN_ROWS", recount_from)
+def test_it_keeps_the_entity_dictionary_right(alice, bob, tmp_path):
     Memory.remember(bob, "Bob met Alice.", Memory.Type.EPISODIC, entities=["Alice"])
     lines = [
         {**GOOD, "entities": ["Alice", "Tea"]},
@@ -307,10 +302,76 @@ def test_it_keeps_the_entity_dictionary_right_either_way(
 
     assert entity_counts(alice) == {"alice": 2, "tea": 1, "green tea": 1, "paris": 1}
     assert entity_counts(bob) == {"alice": 1}
-    assert counter_trigger_enabled()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = %s)",
-            [io.ENTITY_COUNTER_TRIGGER],
-        )
-        assert cursor.fetchone()[0]
+
+
+def large_file(path: Path, count: int) -> Path:
+    """``count`` lines, a tenth of them superseded by the next, naming a few entities."""
+    lines = []
+    for i in range(count):
+        line = {
+            **GOOD,
+            "id": i,
+            "content": f"Memory {i}.",
+            "entities": ["Alice", f"Topic {i % 50}", f"topic {i % 50}"],
+            "status": ["active", "active", "proposed", "archived"][i % 4],
+        }
+        if i % 10 == 1:
+            line.update(status="superseded", superseded_by=i + 1)
+        lines.append(line)
+    return write_lines(path, lines)
+
+
+def test_it_counts_a_large_import_like_a_recount(alice, bob, tmp_path):
+    # Larger than the 2,000 lines from which imports used to switch the counter off.
+    Memory.remember(alice, "Already here.", Memory.Type.SEMANTIC, entities=["Alice", "Oslo"])
+    Memory.remember(bob, "Bob's.", Memory.Type.SEMANTIC, entities=["Alice"])
+    path = large_file(tmp_path / "large.jsonl", 2500)
+
+    run_import(path, "alice", "--no-progress")
+
+    counted = entity_counts(alice)
+    active = Memory.objects.for_owner(alice).active()
+    assert counted["alice"] == active.count()
+    assert counted["topic 7"] == active.filter(entity_refs__contains=["Topic 7"]).count()
+    assert counted == rebuilt_entity_counts(alice)
+    assert entity_counts(bob) == {"alice": 1}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_lets_other_writers_go_on_during_a_large_import(alice, bob, tmp_path):
+    """The import holds no table lock: a write of another owner, or of the same
+    owner naming other entities, goes in while the import's transaction is open."""
+    path = large_file(tmp_path / "large.jsonl", 2500)
+    imported, release = threading.Event(), threading.Event()
+    failures: list[BaseException] = []
+
+    def hold_an_import_open() -> None:
+        try:
+            with transaction.atomic():
+                with path.open("rb") as lines:
+                    io.import_memories(lines, alice)
+                imported.set()
+                assert release.wait(timeout=60)
+        except BaseException as error:
+            failures.append(error)
+            imported.set()
+        finally:
+            connection.close()
+
+    importer = threading.Thread(target=hold_an_import_open)
+    importer.start()
+    try:
+        assert imported.wait(timeout=120) and not failures
+        with transaction.atomic(), connection.cursor() as cursor:
+            # Waiting on a lock the import holds fails here instead of hanging.
+            cursor.execute("SET LOCAL lock_timeout = '5s'")
+            Memory.remember(bob, "Bob's.", Memory.Type.SEMANTIC, entities=["Alice"])
+            Memory.remember(alice, "During.", Memory.Type.SEMANTIC, entities=["Bergen"])
+    finally:
+        release.set()
+        importer.join(timeout=60)
+    assert not failures
+
+    assert Memory.objects.for_owner(alice).count() == 2501
+    assert entity_counts(bob) == {"alice": 1}
+    assert entity_counts(alice) == rebuilt_entity_counts(alice)
