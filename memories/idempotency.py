@@ -9,7 +9,8 @@ concurrency, and a crash between write and record cannot happen.
 
 Only successful answers are kept: a request that failed wrote nothing, so its
 retry runs again. A key reused for a different request (another path or
-another body) is a 422. Keys are kept per owner, without expiry.
+another body) is a 422. Keys are kept per owner for ``IDEMPOTENCY_KEY_HOURS``;
+after that the key is free again, and the daily job deletes the records.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -67,8 +71,21 @@ def _replay(record: IdempotencyRecord, endpoint: str, request_hash: str) -> Resp
     )
 
 
+def expiry_cutoff() -> datetime:
+    """Records created before this moment no longer replay."""
+    return timezone.now() - timedelta(hours=settings.IDEMPOTENCY_KEY_HOURS)
+
+
 def _find(owner, key: str) -> IdempotencyRecord | None:
-    return IdempotencyRecord.objects.filter(owner=owner, key=key).first()
+    return IdempotencyRecord.objects.filter(
+        owner=owner, key=key, created_at__gte=expiry_cutoff()
+    ).first()
+
+
+def forget_expired_keys() -> int:
+    """Delete every record past its time; the number deleted. Run by the daily job."""
+    deleted, _ = IdempotencyRecord.objects.filter(created_at__lt=expiry_cutoff()).delete()
+    return deleted
 
 
 def run_idempotently(request: Request, perform: Callable[[], Response]) -> Response:
@@ -82,6 +99,8 @@ def run_idempotently(request: Request, perform: Callable[[], Response]) -> Respo
     existing = _find(owner, key)
     if existing is not None:
         return _replay(existing, endpoint, request_hash)
+    # An expired record of this key would clash with the new one.
+    IdempotencyRecord.objects.filter(owner=owner, key=key, created_at__lt=expiry_cutoff()).delete()
     try:
         with transaction.atomic():
             response = perform()

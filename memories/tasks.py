@@ -59,12 +59,17 @@ def extract_conversation(owner_id: int, session_id: str, phase: str, turns: list
 
 
 def consolidate_daily() -> str:
-    """The scheduled consolidation of every owner's memories."""
+    """The scheduled consolidation of every owner's memories, and forgetting
+    expired idempotency keys."""
     from memories.consolidation import consolidate
+    from memories.idempotency import forget_expired_keys
 
     _, outcome = consolidate()
     summary = outcome.summary()
     logger.info("Consolidation: %s", summary)
+    forgotten = forget_expired_keys()
+    if forgotten:
+        logger.info("Forgot %d expired idempotency keys", forgotten)
     return summary
 
 

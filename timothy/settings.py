@@ -204,6 +204,8 @@ MAX_BODY_BYTES = envint("TIMOTHY_MAX_BODY_BYTES", 256 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
 # Requests per minute per API token (over it: 429).
 RATE_LIMIT_PER_MINUTE = envint("TIMOTHY_RATE_LIMIT_PER_MINUTE", 600)
+# Hours an Idempotency-Key replays its first answer; the daily job then forgets it.
+IDEMPOTENCY_KEY_HOURS = envint("TIMOTHY_IDEMPOTENCY_KEY_HOURS", 24)
 
 # Address of the public site and API, and of the internal listener.
 PUBLIC_ADDR = envstr("TIMOTHY_PUBLIC_ADDR", "127.0.0.1:8000")

@@ -1,6 +1,10 @@
 import threading
+from datetime import timedelta
+
+from django.utils import timezone
 
 from memories.models import IdempotencyRecord, Memory
+from memories.tasks import consolidate_daily
 from tests.base import make_memory
 
 BODY = {"content": "Alice likes figs.", "type": "preference", "mode": "remember"}
@@ -88,3 +92,45 @@ def test_it_rejects_an_unusable_key(alice_api):
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_idempotency_key"
     assert not Memory.objects.exists()
+
+
+def age_records(hours: float) -> None:
+    IdempotencyRecord.objects.update(created_at=timezone.now() - timedelta(hours=hours))
+
+
+def test_it_still_replays_a_key_just_inside_its_time(settings, alice_api):
+    settings.IDEMPOTENCY_KEY_HOURS = 24
+    headers = {"Idempotency-Key": "late-retry"}
+    alice_api.post("/v1/memories", BODY, headers=headers)
+    age_records(23.9)
+    retried = alice_api.post("/v1/memories", BODY, headers=headers)
+    assert retried.headers["Idempotent-Replayed"] == "true"
+    assert Memory.objects.count() == 1
+
+
+def test_an_expired_key_writes_again(settings, alice_api):
+    settings.IDEMPOTENCY_KEY_HOURS = 24
+    headers = {"Idempotency-Key": "reused-next-week"}
+    first = alice_api.post("/v1/memories", BODY, headers=headers)
+    age_records(24.1)
+    again = alice_api.post("/v1/memories", BODY, headers=headers)
+    assert again.status_code == 201
+    assert "Idempotent-Replayed" not in again.headers
+    assert again.json()["id"] != first.json()["id"]
+    assert Memory.objects.count() == 2
+    record = IdempotencyRecord.objects.get()
+    assert record.response_body["id"] == again.json()["id"]
+
+
+def test_the_daily_job_forgets_only_expired_keys(settings, alice_api):
+    settings.IDEMPOTENCY_KEY_HOURS = 24
+    alice_api.post("/v1/memories", BODY, headers={"Idempotency-Key": "old"})
+    age_records(30)
+    alice_api.post(
+        "/v1/memories",
+        {**BODY, "content": "Alice likes plums."},
+        headers={"Idempotency-Key": "fresh"},
+    )
+    consolidate_daily()
+    assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["fresh"]
+    assert Memory.objects.count() == 2
