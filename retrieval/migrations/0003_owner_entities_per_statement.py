@@ -7,9 +7,9 @@ in a transition table, add up one net change per (owner, key) and apply it with
 one upsert, so a COPY of any size touches each counter once.
 
 A trigger with transition tables takes one event and no column list, hence one
-trigger for INSERT and one for UPDATE; the UPDATE one skips rows whose status,
-entity_refs and owner_id did not change, so stamping last_retrieved_at and the
-like costs a join of the changed rows and nothing more. Deletes are refused by
+trigger for INSERT and one for UPDATE; the UPDATE one drops rows whose status,
+entity_refs and owner_id did not change before anything else, so stamping
+last_retrieved_at and the like never writes to the dictionary. Deletes are refused by
 ``memory_never_deleted`` (memories 0001), so there is no DELETE trigger.
 
 As before, a key that no active memory names any more keeps its row with a count
@@ -38,25 +38,31 @@ BEGIN
         ORDER BY owner_id, key
         ON CONFLICT (owner_id, key) DO UPDATE SET memories = e.memories + excluded.memories;
     ELSE
+        -- Only active versions count. A row whose owner and refs are the same
+        -- before and after (an active row that only got a new last_retrieved_at,
+        -- say) cancels out; what is left are the leaving (-1) and arriving (+1)
+        -- versions of the rows that changed. Grouped rather than joined on id:
+        -- PL/pgSQL keeps the plan made for the first statement's transition
+        -- tables, and a nested loop planned for one row would go quadratic on the
+        -- next statement that updates ten thousand.
         WITH changed AS (
-            SELECT o.id, o.owner_id AS old_owner, o.status AS old_status,
-                   o.entity_refs AS old_refs, n.owner_id AS new_owner,
-                   n.status AS new_status, n.entity_refs AS new_refs
-            FROM old_rows AS o JOIN new_rows AS n USING (id)
-            WHERE (o.status, o.entity_refs, o.owner_id)
-                  IS DISTINCT FROM (n.status, n.entity_refs, n.owner_id)
-              AND (o.status = 'active' OR n.status = 'active')
+            SELECT id, owner_id, entity_refs, sum(side) AS side
+            FROM (
+                SELECT id, owner_id, entity_refs, -1 AS side
+                FROM old_rows WHERE status = 'active'
+                UNION ALL
+                SELECT id, owner_id, entity_refs, 1
+                FROM new_rows WHERE status = 'active'
+            ) AS versions
+            GROUP BY id, owner_id, entity_refs
+            HAVING sum(side) <> 0
         ), named AS (
-            SELECT DISTINCT c.id, c.old_owner AS owner_id, lower(ref) AS key, -1 AS change
-            FROM changed AS c CROSS JOIN LATERAL unnest(c.old_refs) AS ref
-            WHERE c.old_status = 'active' AND ref <> ''
-            UNION ALL
-            SELECT DISTINCT c.id, c.new_owner, lower(ref), 1
-            FROM changed AS c CROSS JOIN LATERAL unnest(c.new_refs) AS ref
-            WHERE c.new_status = 'active' AND ref <> ''
+            SELECT DISTINCT c.id, c.side, c.owner_id, lower(ref) AS key
+            FROM changed AS c CROSS JOIN LATERAL unnest(c.entity_refs) AS ref
+            WHERE ref <> ''
         ), net AS (
-            SELECT owner_id, key, sum(change)::int AS change
-            FROM named GROUP BY owner_id, key HAVING sum(change) <> 0
+            SELECT owner_id, key, sum(side)::int AS change
+            FROM named GROUP BY owner_id, key HAVING sum(side) <> 0
         )
         INSERT INTO retrieval_ownerentity AS e (owner_id, key, memories)
         SELECT owner_id, key, change FROM net
