@@ -1,4 +1,4 @@
-"""BM25 over the owner's active memories, computed in PostgreSQL.
+"""BM25 over the owner's active memories, computed in PostgreSQL from their postings.
 
 Terms are the query's English lexemes (the same ones the text leg uses);
 a term's frequency in a memory is the number of positions the lexeme has in
@@ -23,15 +23,21 @@ from django.utils import timezone
 
 from memories.models import Memory
 from retrieval.constants import BM25_B, BM25_CORPUS_STATS_TTL_SECONDS, BM25_K1, BM25_TOP
-from retrieval.lexemes import or_tsquery, query_lexemes
+from retrieval.lexemes import query_lexemes
+from retrieval.models import Posting
 
 MEMORY_TABLE = Memory._meta.db_table
+POSTING_TABLE = Posting._meta.db_table
 
 # The moment a memory counts from at as_of: its last confirmation, unless that
 # happened after as_of (a replay must not see the future), else its creation.
 # (retrieval.fusion.reference_time is the same rule in Python.)
 REFERENCE_TIME_SQL = (
     "CASE WHEN m.last_confirmed_at <= %(as_of)s THEN m.last_confirmed_at ELSE m.created_at END"
+)
+# The same, from a posting (which copies both dates of its memory).
+POSTING_REFERENCE_TIME_SQL = (
+    "CASE WHEN t.last_confirmed_at <= %(as_of)s THEN t.last_confirmed_at ELSE t.created_at END"
 )
 
 
@@ -108,7 +114,6 @@ def bm25_scores(
         "owner_id": owner_id,
         "as_of": as_of,
         "lexemes": lexemes,
-        "tsquery": or_tsquery(lexemes),
         "k1": BM25_K1,
         "b": b,
         "top": top,
@@ -116,23 +121,21 @@ def bm25_scores(
     }
     # N and n count every active memory; only the answer is filtered by type.
     type_filter = "WHERE p.type = ANY(%(types)s)" if types else ""
+    # The owner's postings of the query's lexemes (retrieval.models.Posting): an
+    # index-only scan, where reading the matching memories themselves cost about
+    # one 8 KB page each (docs/benchmarks.md).
     cursor.execute(
         f"""
         WITH corpus AS (
             SELECT %(documents)s::float8 AS documents,
                    greatest(%(average_length)s::float8, 1) AS average_length
         ),
-        matched AS MATERIALIZED (
-            SELECT m.id, m.type, m.tsv, {REFERENCE_TIME_SQL} AS reference_time
-            FROM {MEMORY_TABLE} m
-            WHERE m.owner_id = %(owner_id)s AND m.status = 'active'
-              AND m.created_at <= %(as_of)s AND m.tsv @@ %(tsquery)s::tsquery
-        ),
-        postings AS (
-            SELECT o.id, o.type, o.reference_time, length(o.tsv) AS length, t.lexeme,
-                   coalesce(array_length(t.positions, 1), 1) AS frequency
-            FROM matched o CROSS JOIN LATERAL unnest(o.tsv) AS t
-            WHERE t.lexeme = ANY(%(lexemes)s::text[])
+        postings AS MATERIALIZED (
+            SELECT t.memory_id AS id, t.type, t.length, t.term AS lexeme, t.frequency,
+                   {POSTING_REFERENCE_TIME_SQL} AS reference_time
+            FROM {POSTING_TABLE} t
+            WHERE t.owner_id = %(owner_id)s AND t.kind = '{Posting.Kind.LEXEME}'
+              AND t.term = ANY(%(lexemes)s::text[]) AND t.created_at <= %(as_of)s
         ),
         containing AS (SELECT lexeme, count(*)::float8 AS documents FROM postings GROUP BY lexeme)
         SELECT p.id, sum(

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection, transaction
 
 from memories.models import Memory
-from retrieval.bm25 import REFERENCE_TIME_SQL, bm25_scores
+from retrieval.bm25 import POSTING_REFERENCE_TIME_SQL, bm25_scores
 from retrieval.constants import (
     ENTITY_MAX_CHARS,
     HNSW_EF_SEARCH,
@@ -37,13 +37,14 @@ from retrieval.constants import (
     VECTOR_EXACT_SCAN_MAX_ROWS,
 )
 from retrieval.lexemes import clean_query
-from retrieval.models import OwnerEntity
+from retrieval.models import OwnerEntity, Posting
 from retrieval.results import LegReport
 
 logger = logging.getLogger(__name__)
 
 MEMORY_TABLE = Memory._meta.db_table
 OWNER_ENTITY_TABLE = OwnerEntity._meta.db_table
+POSTING_TABLE = Posting._meta.db_table
 T = TypeVar("T")
 QUERY_CANCELED = "57014"
 # How long past its own timeout the runner waits for a leg: the database cancels
@@ -199,20 +200,27 @@ def entity_leg(cursor, request: LegRequest) -> list[int]:
     named = dict(cursor.fetchall())
     if not named:
         return []
-    where, params = _filters(request)
-    params["keys"] = [f"{request.owner_id}:{key}" for key in named]
-    params["counts"] = list(named.values())
+    params = {
+        "owner_id": request.owner_id,
+        "as_of": request.as_of,
+        "limit": request.limit,
+        "keys": list(named),
+        "counts": list(named.values()),
+        "types": list(request.types or ()),
+    }
+    type_filter = "AND t.type = ANY(%(types)s)" if request.types else ""
+    # The owner's postings of the named entities (retrieval.models.Posting): an
+    # index-only scan, where reading the memories themselves cost about one 8 KB
+    # page per memory naming them (docs/benchmarks.md).
     cursor.execute(
         f"""
-        SELECT m.id FROM {MEMORY_TABLE} m
-        CROSS JOIN LATERAL (
-            SELECT count(*) AS matched, min(w.memories) AS rarest
-            FROM unnest(timothy_owner_entity_keys(m.owner_id, m.entity_refs)) AS k(key)
-            JOIN unnest(%(keys)s::text[], %(counts)s::int[]) AS w(key, memories) USING (key)
-        ) AS named
-        WHERE {where}
-          AND timothy_owner_entity_keys(m.owner_id, m.entity_refs) && %(keys)s::text[]
-        ORDER BY named.matched DESC, named.rarest ASC, {REFERENCE_TIME_SQL} DESC, m.id DESC
+        SELECT t.memory_id FROM {POSTING_TABLE} t
+        JOIN unnest(%(keys)s::text[], %(counts)s::int[]) AS w(key, memories) ON w.key = t.term
+        WHERE t.owner_id = %(owner_id)s AND t.kind = '{Posting.Kind.ENTITY}'
+          AND t.term = ANY(%(keys)s::text[]) AND t.created_at <= %(as_of)s {type_filter}
+        GROUP BY t.memory_id
+        ORDER BY count(*) DESC, min(w.memories) ASC, max({POSTING_REFERENCE_TIME_SQL}) DESC,
+                 t.memory_id DESC
         LIMIT %(limit)s
         """,
         params,

@@ -1,9 +1,9 @@
 """A query as English lexemes, the way PostgreSQL's ``to_tsvector('english', …)``
-sees it, and the OR-query the text leg and BM25 match with.
+sees it.
 
-Any text is a valid query: the lexemes come from PostgreSQL's own parser and go
-back as quoted tsquery operands, so operators, quotes and backslashes in the
-user's text can never become tsquery syntax.
+Any text is a valid query: the lexemes come from PostgreSQL's own parser and are
+then only compared as text with the postings' terms, so operators, quotes and
+backslashes in the user's text can never become tsquery syntax.
 """
 
 from __future__ import annotations
@@ -21,17 +21,3 @@ def query_lexemes(cursor, query: str) -> list[str]:
         [clean_query(query)],
     )
     return list(cursor.fetchone()[0])
-
-
-def quote_lexeme(lexeme: str) -> str:
-    # tsquery input: a quoted operand doubles its quotes and backslashes.
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def or_tsquery(lexemes: list[str]) -> str:
-    """The text of a tsquery matching any of ``lexemes``; cast it with ``::tsquery``.
-
-    The cast, unlike ``to_tsquery('english', …)``, does not stem the lexemes a
-    second time, so they stay exactly those of the memories' ``tsv``.
-    """
-    return " | ".join(quote_lexeme(lexeme) for lexeme in lexemes)

@@ -25,3 +25,32 @@ class OwnerEntity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} ({self.memories})"
+
+
+class Posting(models.Model):
+    """One term of one active memory: the text and entity legs' inverted index.
+
+    A term is one of the memory's English lexemes (with its frequency and the
+    memory's length, for BM25) or one of its entity names, lower-cased. The
+    primary key INCLUDEs everything the legs rank by, so they read an owner's
+    postings by an index-only scan instead of the wide memory rows. Triggers
+    on the memory table keep it (migration 0004).
+    """
+
+    class Kind(models.TextChoices):
+        LEXEME = "l", "Lexeme"
+        ENTITY = "e", "Entity"
+
+    pk = models.CompositePrimaryKey("owner_id", "kind", "term", "memory_id")
+    owner_id = models.BigIntegerField()
+    kind = models.CharField(max_length=1, choices=Kind.choices)
+    term = models.TextField()
+    memory_id = models.BigIntegerField()
+    frequency = models.IntegerField()
+    length = models.IntegerField()
+    type = models.CharField(max_length=16)
+    created_at = models.DateTimeField()
+    last_confirmed_at = models.DateTimeField(null=True)
+
+    def __str__(self) -> str:
+        return f"{self.term} ({self.memory_id})"

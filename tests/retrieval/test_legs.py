@@ -4,6 +4,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memories.models import Memory
@@ -192,21 +193,27 @@ def test_it_takes_any_text_as_an_entity_query(alice, query):
 
 
 @pytest.mark.django_db
-def test_it_finds_entity_matches_through_the_owner_entity_index(alice):
+@pytest.mark.parametrize("leg", [text_leg, entity_leg])
+def test_it_reads_postings_through_their_primary_key(alice, leg):
     Memory.objects.bulk_create(
-        Memory(owner=alice, type="semantic", content="r", status="active", entity_refs=[f"E{i}"])
+        Memory(
+            owner=alice,
+            type="semantic",
+            content=f"word{i} and more",
+            status="active",
+            entity_refs=[f"E{i}"],
+        )
         for i in range(1500)
     )
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memories_memory")
-        cursor.execute(
-            "EXPLAIN SELECT id FROM memories_memory m WHERE m.owner_id = %s "
-            "AND m.status = 'active' "
-            "AND timothy_owner_entity_keys(m.owner_id, m.entity_refs) && %s::text[]",
-            [alice.pk, [f"{alice.pk}:e5"]],
-        )
+        cursor.execute("ANALYZE retrieval_posting")
+    with CaptureQueriesContext(connection) as queries:
+        assert run(leg, alice, "word5 E5")
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + queries.captured_queries[-1]["sql"])
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "memory_owner_entity_keys_gin" in plan
+    assert "retrieval_posting_pk" in plan
+    assert "memories_memory" not in plan  # never the wide memory rows
 
 
 def entity_counts(owner) -> dict[str, int]:
