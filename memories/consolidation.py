@@ -33,8 +33,8 @@ NEAR_DUPLICATE_MIN_COSINE = 0.95
 # joined up, through the neighbours' own neighbours.
 NEIGHBOURS = 5
 # Candidate list size of the HNSW search (pgvector's default). At 20 the
-# search takes half the time but missed 1 planted pair in 4,375 in the
-# benchmark (docs/consolidation.md).
+# search is faster but about ten times as many probes get lost
+# (docs/consolidation.md).
 HNSW_EF_SEARCH = 40
 # Memories whose neighbours are fetched in one query.
 SCAN_BATCH = 2000

@@ -369,6 +369,8 @@ def resize_embedding_column(dimensions: int) -> None:
     Each statement is short; none waits on a model. The index is rebuilt empty
     (only active rows, as in migration 0001) and fills as rows are re-embedded.
     """
+    from memories.models import EMBEDDING_HNSW_EF_CONSTRUCTION, EMBEDDING_HNSW_M
+
     table, column = EMBEDDING_COLUMN
     with transaction.atomic(), connection.cursor() as cursor:
         # ALTER TABLE refuses to run while deferred foreign-key checks are pending.
@@ -379,5 +381,6 @@ def resize_embedding_column(dimensions: int) -> None:
         )
         cursor.execute(
             f"CREATE INDEX {EMBEDDING_INDEX} ON {table} USING hnsw ({column} vector_cosine_ops) "
-            "WITH (m = 16, ef_construction = 64) WHERE status = 'active'"
+            f"WITH (m = {EMBEDDING_HNSW_M}, ef_construction = {EMBEDDING_HNSW_EF_CONSTRUCTION}) "
+            "WHERE status = 'active'"
         )
