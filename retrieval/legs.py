@@ -291,6 +291,9 @@ def _owner_dominates(cursor, owner_id: int) -> bool:
 
 def _exact_nearest(cursor, where: str, params: dict) -> list[int]:
     # MATERIALIZED keeps the planner off the HNSW index: every row is compared.
+    # The rows come from the covering index memory_active_embeddings (retrieval
+    # 0005) by an index-only scan: the owner's entries lie together, where their
+    # ~2 KB rows lie wherever they were written (tests/retrieval/test_exact_scan.py).
     cursor.execute(
         f"""
         WITH owned AS MATERIALIZED (
