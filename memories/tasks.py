@@ -59,10 +59,11 @@ def extract_conversation(owner_id: int, session_id: str, phase: str, turns: list
 
 
 def consolidate_daily() -> str:
-    """The scheduled consolidation of every owner's memories, and forgetting
-    expired idempotency keys."""
+    """The scheduled consolidation of every owner's memories; then forgetting
+    expired idempotency keys and folding the BM25 corpus changes."""
     from memories.consolidation import consolidate
     from memories.idempotency import forget_expired_keys
+    from retrieval.bm25 import compact_corpus_sums
 
     _, outcome = consolidate()
     summary = outcome.summary()
@@ -70,6 +71,7 @@ def consolidate_daily() -> str:
     forgotten = forget_expired_keys()
     if forgotten:
         logger.info("Forgot %d expired idempotency keys", forgotten)
+    compact_corpus_sums()
     return summary
 
 

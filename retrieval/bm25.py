@@ -19,15 +19,17 @@ import threading
 import time
 from datetime import datetime
 
+from django.db import connection
 from django.utils import timezone
 
 from memories.models import Memory
 from retrieval.constants import BM25_B, BM25_CORPUS_STATS_TTL_SECONDS, BM25_K1, BM25_TOP
 from retrieval.lexemes import query_lexemes
-from retrieval.models import Posting
+from retrieval.models import OwnerCorpusChange, Posting
 
 MEMORY_TABLE = Memory._meta.db_table
 POSTING_TABLE = Posting._meta.db_table
+CORPUS_TABLE = OwnerCorpusChange._meta.db_table
 
 # The moment a memory counts from at as_of: its last confirmation, unless that
 # happened after as_of (a replay must not see the future), else its creation.
@@ -41,26 +43,38 @@ POSTING_REFERENCE_TIME_SQL = (
 )
 
 
-# N and the average length of an owner's corpus, per (owner, as_of key): reading
-# them means reading every active memory of the owner (118 ms of the text leg's
-# ~170 ms at 100k memories), and they move by a hair between two turns.
+# N and the average length of an owner's corpus as of a moment in the past
+# (a replay), per (owner, as_of): reading them means reading every active
+# memory of the owner (118 ms at 100k memories). A recall "now" reads the
+# sums the triggers keep instead (OwnerCorpusChange), one index-only read.
 _corpus_cache: dict[tuple[int, str], tuple[float, float, float]] = {}
 _corpus_lock = threading.Lock()
 _CORPUS_CACHE_MAX = 10_000
 
 
-def _corpus_key(owner_id: int, as_of: datetime) -> tuple[int, str]:
-    # A recall "now" shares its statistics with the turns around it; a replay
-    # at a fixed moment in the past keys on that moment.
-    if abs((timezone.now() - as_of).total_seconds()) < BM25_CORPUS_STATS_TTL_SECONDS:
-        return owner_id, "now"
-    return owner_id, as_of.isoformat()
+def _is_now(as_of: datetime) -> bool:
+    return abs((timezone.now() - as_of).total_seconds()) < BM25_CORPUS_STATS_TTL_SECONDS
 
 
 def corpus_statistics(cursor, owner_id: int, as_of: datetime) -> tuple[float, float]:
-    """(N, average length) of the owner's active memories at ``as_of``, cached briefly."""
+    """(N, average length) of the owner's active memories at ``as_of``.
+
+    Now (within ``BM25_CORPUS_STATS_TTL_SECONDS``): from the owner's corpus sums,
+    exact after every write. A moment in the past: counted from the memories
+    created by then, and cached briefly per (owner, moment).
+    """
+    if _is_now(as_of):
+        cursor.execute(
+            f"SELECT coalesce(sum(documents), 0)::float8, coalesce(sum(total_length), 0)::float8 "
+            f"FROM {CORPUS_TABLE} WHERE owner_id = %s",
+            [owner_id],
+        )
+        documents, total_length = cursor.fetchone()
+        if documents <= 0:
+            return 0.0, 0.0
+        return documents, total_length / documents
     ttl = BM25_CORPUS_STATS_TTL
-    key = _corpus_key(owner_id, as_of)
+    key = (owner_id, as_of.isoformat())
     if ttl > 0:
         with _corpus_lock:
             cached = _corpus_cache.get(key)
@@ -84,8 +98,14 @@ def corpus_statistics(cursor, owner_id: int, as_of: datetime) -> tuple[float, fl
     return documents, average_length
 
 
-# Seconds the corpus statistics are reused (0: never). A module variable so the
-# test suite can turn the cache off and check BM25 against exact statistics.
+def compact_corpus_sums() -> None:
+    """Fold each owner's corpus changes into one row (the daily job does this)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT timothy_compact_owner_corpus()")
+
+
+# Seconds a replay's corpus statistics are reused (0: never). A module variable
+# so the test suite can turn the cache off and check BM25 against exact statistics.
 BM25_CORPUS_STATS_TTL = BM25_CORPUS_STATS_TTL_SECONDS
 
 

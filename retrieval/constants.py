@@ -41,9 +41,10 @@ MIN_SCORE = SEED_MIN_SCORE * (SEED_RRF_K + LEG_LIMIT) / (RRF_K + LEG_LIMIT)
 # and a longer one is longer because it says more, not because it repeats itself.
 TEXT_BM25_B = 0.5
 
-# BM25's N and average memory length are reused for this long per owner: they
-# cost a read of every active memory of the owner (about 118 ms at 100k) and
-# barely move between turns (docs/benchmarks.md).
+# A recall whose as_of is within this many seconds of now reads BM25's N and
+# average memory length from the owner's corpus sums (OwnerCorpusChange);
+# a replay further in the past counts them from the memories (about 118 ms at
+# 100k) and reuses them this long per (owner, as_of) (docs/benchmarks.md).
 BM25_CORPUS_STATS_TTL_SECONDS = 60.0
 
 # Freshness pipeline (seed 003).

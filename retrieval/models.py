@@ -11,7 +11,7 @@ class OwnerEntity(models.Model):
 
     The entity leg looks the query's word stretches up here, one index probe
     each, instead of scanning memories. A trigger on the memory table keeps the
-    counts (migration 0002): they are right after every write, whatever wrote.
+    counts (migrations 0002 and 0003): they are right after every write, whatever wrote.
     """
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, models.DO_NOTHING, related_name="+")
@@ -54,3 +54,34 @@ class Posting(models.Model):
 
     def __str__(self) -> str:
         return f"{self.term} ({self.memory_id})"
+
+
+class OwnerCorpusChange(models.Model):
+    """One statement's change to an owner's BM25 corpus: active memories and length.
+
+    BM25 needs N and the average memory length of the owner's corpus on every
+    query; counted from the memories, that is one read of every active row
+    (one page each where owners' rows are interleaved). Triggers on the memory
+    table add one row per statement and owner (migration 0006): an owner's N
+    and total length are the sums of their rows, one index-only range read.
+    Appending rather than updating one counter means no writer ever waits for
+    another on it (an import's open transaction included). The daily job folds
+    each owner's rows into one (``timothy_compact_owner_corpus()``).
+    """
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, models.DO_NOTHING, related_name="+")
+    documents = models.BigIntegerField()
+    # Σ length(tsv): the number of distinct lexemes of each active memory.
+    total_length = models.BigIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["owner"],
+                include=["documents", "total_length"],
+                name="owner_corpus_change_owner",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.documents:+d} memories"

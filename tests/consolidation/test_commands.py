@@ -12,6 +12,7 @@ from django_q.models import Schedule
 
 from memories.models import Memory, MemoryEvent
 from memories.tasks import consolidate_daily
+from retrieval.models import OwnerCorpusChange
 from tests.base import make_memory
 from tests.consolidation.helpers import axis
 
@@ -76,3 +77,5 @@ def test_it_runs_the_scheduled_task(alice):
     make_memory(alice, "Likes tea.", embedding=axis(0))
     make_memory(alice, "Likes tea!", embedding=axis(0))
     assert consolidate_daily() == "merged 1 groups (2 memories), archived 0, decayed 0"
+    # The BM25 corpus changes of those writes are folded into one row: the merged memory.
+    assert list(OwnerCorpusChange.objects.values_list("owner_id", "documents")) == [(alice.pk, 1)]

@@ -15,16 +15,34 @@ def statistics(owner, as_of):
         return bm25.corpus_statistics(cursor, owner.pk, as_of)
 
 
-def test_it_reuses_the_statistics_of_a_recent_turn(alice, monkeypatch):
+def test_now_reads_the_counters_exact_after_every_write(alice, monkeypatch):
     monkeypatch.setattr(bm25, "BM25_CORPUS_STATS_TTL", 60)
     make_memory(alice, "Alice keeps bees in the garden.")
-    now = timezone.now()
-    assert statistics(alice, now)[0] == 1
-    make_memory(alice, "Alice sings in a choir on Thursdays.")
-    # Within the TTL the next turn reuses N; a moment ago and now share a key.
     assert statistics(alice, timezone.now())[0] == 1
-    monkeypatch.setattr(bm25, "BM25_CORPUS_STATS_TTL", 0)
+    make_memory(alice, "Alice sings in a choir on Thursdays.")
     assert statistics(alice, timezone.now())[0] == 2
+
+
+def test_the_counters_give_what_counting_the_memories_gives(alice, bob):
+    now = timezone.now()
+    make_memory(alice, "Alice keeps bees in the garden behind the house.")
+    make_memory(alice, "Alice sings.", created_at=now - timedelta(days=3))
+    make_memory(bob, "Bob repairs old bicycles on weekends.")
+    counted = statistics(alice, now + timedelta(minutes=5))  # beyond "now": counted
+    assert statistics(alice, now) == pytest.approx(counted)
+    assert counted[0] == 2
+
+
+def test_a_replay_reuses_the_statistics_of_its_moment(alice, monkeypatch):
+    monkeypatch.setattr(bm25, "BM25_CORPUS_STATS_TTL", 60)
+    past = timezone.now() - timedelta(days=1)
+    make_memory(alice, "An old memory.", created_at=past - timedelta(days=1))
+    assert statistics(alice, past)[0] == 1
+    make_memory(alice, "Another old memory.", created_at=past - timedelta(days=2))
+    # Within the TTL the same replayed moment reuses N.
+    assert statistics(alice, past)[0] == 1
+    monkeypatch.setattr(bm25, "BM25_CORPUS_STATS_TTL", 0)
+    assert statistics(alice, past)[0] == 2
 
 
 def test_it_keys_replays_on_their_own_moment(alice, monkeypatch):
