@@ -1,15 +1,18 @@
-"""Template helpers of the owner's pages: times, counts, score bars."""
+"""Template helpers of the owner's pages: times, counts, score bars, memory text."""
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime, timedelta
 
 from django import template
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince, timeuntil
 
 from memories.models import Memory
+from retrieval.render import invisible_positions
 
 register = template.Library()
 
@@ -62,3 +65,27 @@ def percent_of(value: float, whole: float) -> float:
 @register.filter
 def get_item(mapping: dict, key):
     return mapping.get(key) if mapping else None
+
+
+def _invisible_mark(char: str) -> str:
+    code = f"U+{ord(char):04X}"
+    name = unicodedata.name(char, "")
+    if not name:
+        name = "CONTROL CHARACTER" if unicodedata.category(char) == "Cc" else "UNASSIGNED"
+    return format_html('<span class="invisible-char" title="{} {}">⟨{}⟩</span>', code, name, code)
+
+
+@register.filter(needs_autoescape=True)
+def show_invisible(text, autoescape: bool = True) -> str:
+    """Memory text for a page with each character the block drops (it draws nothing)
+    shown as a marked ⟨U+…⟩, so the owner sees everything that was stored."""
+    text = "" if text is None else str(text)
+    escape = conditional_escape if autoescape else str
+    pieces, start = [], 0
+    for index in invisible_positions(text):
+        pieces += [escape(text[start:index]), _invisible_mark(text[index])]
+        start = index + 1
+    if not pieces:
+        return escape(text)
+    pieces.append(escape(text[start:]))
+    return mark_safe("".join(pieces))
