@@ -22,7 +22,6 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchQuery
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
@@ -207,7 +206,7 @@ def list_memories(
             )
         )
     if q:
-        memories = memories.filter(tsv=SearchQuery(q, config="english", search_type="websearch"))
+        memories = memories.matching(q)
     if cursor:
         created_at, memory_id = decode_cursor(cursor)
         memories = memories.filter(

@@ -15,9 +15,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.postgres.search import SearchQuery
 from django.core.paginator import Paginator
-from django.db.models import BooleanField, Count, Q
+from django.db.models import BooleanField, Count
 from django.db.models.expressions import RawSQL
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -242,10 +241,7 @@ def _filtered(owner, form: MemoryFilterForm):
         return memories
     data = form.cleaned_data
     if data["q"]:
-        memories = memories.filter(
-            Q(content__icontains=data["q"])
-            | Q(tsv=SearchQuery(data["q"], config="english", search_type="websearch"))
-        )
+        memories = memories.matching(data["q"])
     for name in ("status", "type", "source"):
         if data[name]:
             memories = memories.filter(**{name: data[name]})
