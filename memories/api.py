@@ -43,6 +43,7 @@ from memories.api_schema import (
 from memories.errors import ApiError, LengthRequired, PayloadTooLarge
 from memories.idempotency import run_idempotently
 from memories.models import Memory, MemoryEvent
+from memories.provenance import token_metadata
 from memories.serializers import (
     ALL_STATUSES,
     ChainSerializer,
@@ -306,13 +307,16 @@ class MemoryCollectionView(ApiView):
     def post(self, request: Request) -> Response:
         body = MemoryCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        return run_idempotently(request, lambda: self._create(request.user, body.validated_data))
+        return run_idempotently(
+            request, lambda: self._create(request.user, body.validated_data, request.auth)
+        )
 
     @staticmethod
-    def _create(owner, data: dict) -> Response:
+    def _create(owner, data: dict, token=None) -> Response:
         fields = {
             "entities": data.get("entities", ()),
             "session_id": data.get("session_id", ""),
+            "metadata": token_metadata(token),
             "actor": owner,
             "via": "api",
         }
