@@ -22,7 +22,6 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchQuery
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
@@ -44,6 +43,7 @@ from memories.api_schema import (
 from memories.errors import ApiError, LengthRequired, PayloadTooLarge
 from memories.idempotency import run_idempotently
 from memories.models import Memory, MemoryEvent
+from memories.provenance import token_metadata
 from memories.serializers import (
     ALL_STATUSES,
     ChainSerializer,
@@ -207,7 +207,7 @@ def list_memories(
             )
         )
     if q:
-        memories = memories.filter(tsv=SearchQuery(q, config="english", search_type="websearch"))
+        memories = memories.matching(q)
     if cursor:
         created_at, memory_id = decode_cursor(cursor)
         memories = memories.filter(
@@ -307,13 +307,16 @@ class MemoryCollectionView(ApiView):
     def post(self, request: Request) -> Response:
         body = MemoryCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        return run_idempotently(request, lambda: self._create(request.user, body.validated_data))
+        return run_idempotently(
+            request, lambda: self._create(request.user, body.validated_data, request.auth)
+        )
 
     @staticmethod
-    def _create(owner, data: dict) -> Response:
+    def _create(owner, data: dict, token=None) -> Response:
         fields = {
             "entities": data.get("entities", ()),
             "session_id": data.get("session_id", ""),
+            "metadata": token_metadata(token),
             "actor": owner,
             "via": "api",
         }

@@ -16,11 +16,13 @@ from datetime import datetime
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchQuery, SearchVector, SearchVectorField
 from django.db import connection, models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
+
+from memories.matching import search_terms, term_pattern
 
 EMBEDDING_DIMENSIONS = settings.EMBEDDING_DIMENSIONS
 # The HNSW index on active embeddings. ef_construction 128 rather than
@@ -67,6 +69,23 @@ class MemoryQuerySet(models.QuerySet):
 
     def heads(self) -> MemoryQuerySet:
         return self.filter(superseded_by__isnull=True)
+
+    def matching(self, text: str) -> MemoryQuerySet:
+        """Memories whose content matches a search, the same for the pages and the API.
+
+        Every word and "quoted phrase" appears, ignoring case and accents, and no
+        -excluded one does; or English full-text search matches (memories/matching.py).
+        """
+        full_text = Q(tsv=SearchQuery(text, config="english", search_type="websearch"))
+        terms = search_terms(text)
+        if not terms.include:
+            return self.filter(full_text)
+        words = Q()
+        for term in terms.include:
+            words &= Q(content__regex=term_pattern(term))
+        for term in terms.exclude:
+            words &= ~Q(content__regex=term_pattern(term))
+        return self.filter(words | full_text)
 
     def chain(self, memory: Memory | int) -> list[Memory]:
         """Every version in the chain of ``memory``, oldest first, from any member.

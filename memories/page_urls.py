@@ -16,6 +16,7 @@ urlpatterns = [
     path("queue/", views.queue, name="queue"),
     path("queue/bulk/", views.bulk, name="queue-bulk"),
     path("memories/", views.memory_list, name="memory-list"),
+    path("memories/new/", views.memory_add, name="memory-add"),
     path("memories/<int:pk>/", views.memory_detail, name="memory-detail"),
     path("memories/<int:pk>/confirm/", views.confirm, name="memory-confirm"),
     path("memories/<int:pk>/reject/", views.reject, name="memory-reject"),

@@ -212,7 +212,9 @@ class MemoryListQuerySerializer(StrictSerializer):
         required=False, max_length=MAX_ENTITY_CHARS, help_text="Case-insensitive, exact name."
     )
     q = serializers.CharField(
-        required=False, max_length=MAX_FILTER_CHARS, help_text="Full-text search over content."
+        required=False,
+        max_length=MAX_FILTER_CHARS,
+        help_text="Text search, ignoring case and accents.",
     )
     session_id = serializers.CharField(required=False, max_length=MAX_SESSION_ID_CHARS)
     cursor = serializers.CharField(

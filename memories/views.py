@@ -15,9 +15,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.postgres.search import SearchQuery
 from django.core.paginator import Paginator
-from django.db.models import BooleanField, Count, Q
+from django.db.models import BooleanField, Count
 from django.db.models.expressions import RawSQL
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -31,14 +30,15 @@ from memories.forms import (
     REASON_MAX_CHARS,
     BulkActionForm,
     InspectForm,
+    MemoryAddForm,
     MemoryEditForm,
     MemoryFilterForm,
     ReasonForm,
     TokenForm,
 )
-from memories.inspector import score_bars
+from memories.inspector import block_cost, explain, legend
 from memories.models import ApiToken, IllegalTransition, Memory, MemoryEvent
-from retrieval.constants import MIN_SCORE
+from memories.provenance import provenance
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
 
@@ -85,14 +85,19 @@ def _quote(memory: Memory) -> str:
     return f"“{Truncator(memory.content).chars(60)}”"
 
 
-def _back(request: HttpRequest, default: str) -> HttpResponse:
-    """Redirect to the page the form came from, if it is one of ours."""
-    target = request.POST.get("next", "")
+def _safe_next(request: HttpRequest) -> str:
+    """The ``next`` page of a form, if it is one of ours; '' otherwise."""
+    target = request.POST.get("next", "") or request.GET.get("next", "")
     if target and url_has_allowed_host_and_scheme(
         target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
-        return redirect(target)
-    return redirect(default)
+        return target
+    return ""
+
+
+def _back(request: HttpRequest, default: str) -> HttpResponse:
+    """Redirect to the page the form came from, if it is one of ours."""
+    return redirect(_safe_next(request) or default)
 
 
 # --- home ----------------------------------------------------------------------
@@ -143,6 +148,7 @@ def home(request: HttpRequest) -> HttpResponse:
             "total": sum(counts.values()),
             "waiting": sum(n for (s, _), n in counts.items() if s == Memory.Status.PROPOSED),
             "events": events,
+            "add_form": MemoryAddForm(),
         },
     )
 
@@ -238,14 +244,9 @@ def bulk(request: HttpRequest) -> HttpResponse:
 
 def _filtered(owner, form: MemoryFilterForm):
     memories = Memory.objects.for_owner(owner)
-    if not form.is_valid():
-        return memories
     data = form.cleaned_data
     if data["q"]:
-        memories = memories.filter(
-            Q(content__icontains=data["q"])
-            | Q(tsv=SearchQuery(data["q"], config="english", search_type="websearch"))
-        )
+        memories = memories.matching(data["q"])
     for name in ("status", "type", "source"):
         if data[name]:
             memories = memories.filter(**{name: data[name]})
@@ -269,19 +270,61 @@ def _filtered(owner, form: MemoryFilterForm):
 @require_GET
 def memory_list(request: HttpRequest) -> HttpResponse:
     form = MemoryFilterForm(request.GET or None)
-    if form.is_bound:
+    filtering = form.is_bound and any(
+        value for key, value in request.GET.items() if key not in ("page", "sort")
+    )
+    # Filters that do not validate are not applied, and the page says so rather
+    # than counting every memory as a match.
+    invalid = form.is_bound and not form.is_valid()
+    if form.is_bound and not invalid:
         memories = _filtered(request.user, form)
     else:
         memories = Memory.objects.for_owner(request.user).order_by("-created_at", "-id")
     page = Paginator(memories, PAGE_SIZE).get_page(request.GET.get("page"))
-    filtering = form.is_bound and any(
-        value for key, value in request.GET.items() if key not in ("page", "sort")
-    )
     return render(
         request,
         "memories/memory_list.html",
-        {"form": form, "page": page, "memories": page.object_list, "filtering": filtering},
+        {
+            "form": form,
+            "page": page,
+            "memories": page.object_list,
+            "filtering": filtering and not invalid,
+            "invalid": invalid,
+            "search": form.cleaned_data.get("q", "") if form.is_bound and not invalid else "",
+            "add_form": MemoryAddForm(),
+        },
     )
+
+
+@login_required
+@owner_time_zone
+@require_http_methods(["GET", "POST"])
+def memory_add(request: HttpRequest) -> HttpResponse:
+    """The owner writes a memory: active at once, as the API's mode remember.
+
+    The small forms on the home and memories pages post here; errors are shown
+    on this page's own form, with what was typed.
+    """
+    form = MemoryAddForm(request.POST or None)
+    if request.method == "GET" or not form.is_valid():
+        status = 400 if request.method == "POST" else 200
+        return render(
+            request,
+            "memories/memory_add.html",
+            {"form": form, "next": _safe_next(request)},
+            status=status,
+        )
+    data = form.cleaned_data
+    memory = Memory.remember(
+        request.user,
+        data["content"],
+        data["type"],
+        entities=data["entities"],
+        actor=request.user,
+        via=VIA,
+    )
+    messages.success(request, f"Remembered {_quote(memory)} (#{memory.pk}). It is active now.")
+    return _back(request, "memory-list")
 
 
 # --- memory detail and chain -----------------------------------------------------
@@ -329,16 +372,18 @@ def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
     memory = _owned(request, pk)
     chain = Memory.objects.for_owner(request.user).chain(memory)
     head = next((member for member in chain if member.superseded_by_id is None), memory)
-    events = (
+    events = list(
         MemoryEvent.objects.filter(owner=request.user, memory__in=[m.pk for m in chain])
         .select_related("actor")
         .order_by("at", "id")
     )
+    creation = next((event for event in events if event.memory_id == memory.pk), None)
     return render(
         request,
         "memories/memory_detail.html",
         {
             "memory": memory,
+            "provenance": provenance(memory, creation, request.user),
             "head": head,
             "versions": _versions(chain, memory),
             "events": events,
@@ -516,11 +561,12 @@ def inspect(request: HttpRequest) -> HttpResponse:
             by_id = {item.memory.pk: item.memory for item in items}
             context.update(
                 result=result,
-                candidates=score_bars(result.pipeline, items),
+                candidates=explain(result),
+                legend=legend(result.pipeline),
+                cost=block_cost(result),
                 legs=[
                     (report, [(pk, by_id.get(pk)) for pk in report.ranked_ids[:LEG_PREVIEW]])
                     for report in result.legs.values()
                 ],
-                min_score=MIN_SCORE,
             )
     return render(request, "memories/inspect.html", context)
