@@ -12,6 +12,7 @@ import hashlib
 import secrets
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -24,6 +25,9 @@ from pgvector.django import HnswIndex, VectorField
 
 from memories.matching import search_terms, term_pattern
 
+if TYPE_CHECKING:
+    from memories.redaction import Redaction
+
 EMBEDDING_DIMENSIONS = settings.EMBEDDING_DIMENSIONS
 # The HNSW index on active embeddings. ef_construction 128 rather than
 # pgvector's 64: at 64 about 0.3% of consolidation's probes got lost in the
@@ -31,6 +35,8 @@ EMBEDDING_DIMENSIONS = settings.EMBEDDING_DIMENSIONS
 # and none (docs/consolidation.md).
 EMBEDDING_HNSW_M = 16
 EMBEDDING_HNSW_EF_CONSTRUCTION = 128
+# What a redacted memory says instead of its text (the database allows nothing else).
+REDACTED_CONTENT = "[redacted]"
 
 
 class MemoryIsPermanent(Exception):
@@ -47,7 +53,8 @@ class IllegalTransition(Exception):
         self.memory_id = memory.pk
         self.action = action
         self.status = memory.status
-        self.head_id = memory.head_id() if memory.status == Memory.Status.SUPERSEDED else None
+        # A superseded version, or a redacted one that had been: name the head.
+        self.head_id = memory.head_id() if memory.superseded_by_id is not None else None
         message = f"Cannot {action} memory {memory.pk}: it is {memory.status}"
         if self.head_id is not None:
             message += f"; the head of its chain is memory {self.head_id}"
@@ -55,6 +62,15 @@ class IllegalTransition(Exception):
             message += f" ({detail})"
         super().__init__(message + ".")
         self.message = message + "."
+
+
+class RedactionRefused(ValueError):
+    """A redaction that cannot go ahead as asked: the message says why."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 class MemoryQuerySet(models.QuerySet):
@@ -129,6 +145,9 @@ class MemoryStatus(models.TextChoices):
     A proposal can also be superseded directly (edit-then-confirm): the
     edited text becomes the active version and the proposal stays in its
     chain.
+
+    Any status → redacted, and nothing after: the text is erased for good
+    (``Memory.redact``), the row keeps its place in its chain.
     """
 
     PROPOSED = "proposed", "Proposed"
@@ -136,6 +155,7 @@ class MemoryStatus(models.TextChoices):
     REJECTED = "rejected", "Rejected"
     SUPERSEDED = "superseded", "Superseded"
     ARCHIVED = "archived", "Archived"
+    REDACTED = "redacted", "Redacted"
 
 
 class MemorySource(models.TextChoices):
@@ -199,12 +219,20 @@ class Memory(models.Model):
         constraints = [
             models.CheckConstraint(
                 name="memory_superseded_has_successor",
+                # A redacted row keeps its successor, if it had one: the chain keeps its shape.
                 condition=(
                     Q(status="superseded", superseded_by__isnull=False)
-                    | (~Q(status="superseded") & Q(superseded_by__isnull=True))
+                    | Q(status="redacted")
+                    | (~Q(status__in=["superseded", "redacted"]) & Q(superseded_by__isnull=True))
                 ),
                 violation_error_message="A superseded memory needs a successor; "
                 "no other memory may have one.",
+            ),
+            models.CheckConstraint(
+                name="memory_redacted_is_blank",
+                condition=~Q(status="redacted")
+                | Q(content=REDACTED_CONTENT, entity_refs=[], embedding__isnull=True),
+                violation_error_message="A redacted memory keeps no text, entities or embedding.",
             ),
             models.CheckConstraint(
                 name="memory_not_own_successor", condition=~Q(superseded_by=F("id"))
@@ -612,6 +640,93 @@ class Memory(models.Model):
             )
         return self._refresh_from(row)
 
+    def redact(
+        self, *, reason: str, chain: bool = False, actor=None, via: str = "api"
+    ) -> Redaction:
+        """Erase what this version said, for good; with ``chain``, every version of its chain.
+
+        Each row stays where it is in its chain, with status redacted, the stub
+        for content, and no entities, embedding or text in its metadata; a
+        ``redacted`` event records who, when and why (the reason may not quote
+        the text or name its entities). The retrieval triggers take the
+        postings, entity counts and BM25 sums of an active version away;
+        memories/redaction.py scrubs every other copy in the same transaction.
+        After commit the touched tables are vacuumed by a background task.
+        """
+        from memories import redaction
+
+        reason = " ".join((reason or "").split())
+        if not reason:
+            raise RedactionRefused("reason_required", "A redaction needs a reason, for the record.")
+        with transaction.atomic():
+            rows = self._lock_versions(chain)
+            row = next(r for r in rows if r.pk == self.pk)
+            pending = [r for r in rows if r.status != Memory.Status.REDACTED]
+            if row.status == Memory.Status.REDACTED and (not chain or not pending):
+                raise IllegalTransition(row, "redact", "it is already redacted")
+            texts = {r.pk: r.content for r in pending}
+            entities = {r.pk: list(r.entity_refs) for r in pending}
+            if redaction.quotes(reason, redaction.needles_of(texts.values())):
+                raise RedactionRefused(
+                    "reason_quotes_text",
+                    "The reason quotes the text being erased, and the reason is kept: "
+                    "say why without it.",
+                )
+            if redaction.names_any(reason, [e for names in entities.values() for e in names]):
+                raise RedactionRefused(
+                    "reason_quotes_text",
+                    "The reason names an entity of the memory being erased, and the reason "
+                    "is kept: say why without it.",
+                )
+            events = []
+            for version in pending:
+                previous = version.status
+                version.status = Memory.Status.REDACTED
+                version.content = REDACTED_CONTENT
+                version.entity_refs = []
+                version.embedding = None
+                version.metadata = redaction.scrub(
+                    version.metadata,
+                    redaction.needles_of([texts[version.pk], *entities[version.pk]]),
+                )
+                version.save(
+                    update_fields=["status", "content", "entity_refs", "embedding", "metadata"]
+                )
+                events.append(
+                    version.log(
+                        MemoryEvent.Action.REDACTED,
+                        actor=actor,
+                        via=via,
+                        reason=reason,
+                        data={"from": previous, "chain": chain},
+                    )
+                )
+            result = redaction.Redaction(memory_ids=[r.pk for r in pending])
+            redaction.erase_copies(
+                row.owner_id,
+                pending,
+                texts,
+                entities,
+                result,
+                skip_events=[event.pk for event in events],
+            )
+            transaction.on_commit(lambda: redaction.vacuum_soon(result.tables))
+        self._refresh_from(row)
+        return result
+
+    def _lock_versions(self, chain: bool) -> list[Memory]:
+        """Lock this row, or every version of its chain, and return them fresh."""
+        locked: set[int] = set()
+        while True:
+            wanted = {m.pk for m in Memory.objects.chain(self.pk)} if chain else {self.pk}
+            if wanted <= locked:
+                break
+            # In id order, so two redactions of one chain cannot deadlock.
+            list(Memory.objects.select_for_update().filter(pk__in=wanted - locked).order_by("pk"))
+            # A version written meanwhile (by a supersede holding the head) is locked next round.
+            locked |= wanted
+        return list(Memory.objects.filter(pk__in=wanted).order_by("created_at", "id"))
+
     def log(
         self, action: str, *, actor=None, via: str = "system", reason: str = "", data=None
     ) -> MemoryEvent:
@@ -665,6 +780,7 @@ class MemoryEvent(models.Model):
         VERSION = "version", "New version"
         MERGED = "merged", "Merged"
         DECAYED = "decayed", "Confidence decayed"
+        REDACTED = "redacted", "Redacted"
 
     memory = models.ForeignKey(Memory, models.PROTECT, related_name="events")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT, related_name="+")
@@ -779,9 +895,11 @@ class IdempotencyRecord(models.Model):
     """The first answer to a creating call made with an ``Idempotency-Key``."""
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT, related_name="+")
-    key = models.CharField(max_length=200)
+    # SHA-256 of the key, never the key: a client may build keys from what it stores.
+    key_digest = models.CharField(max_length=64)
     # Method and path the key was used on, and a hash of the body: the same key
-    # with a different request is a client error, not a replay.
+    # with a different request is a client error, not a replay. After a
+    # redaction of what it wrote, the hash is gone (memories/idempotency.py).
     endpoint = models.CharField(max_length=200)
     request_hash = models.CharField(max_length=64)
     response_status = models.PositiveSmallIntegerField()
@@ -790,5 +908,5 @@ class IdempotencyRecord(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["owner", "key"], name="idempotency_owner_key"),
+            models.UniqueConstraint(fields=["owner", "key_digest"], name="idempotency_owner_key"),
         ]

@@ -26,7 +26,10 @@ def embed_memory(memory_id: int) -> bool:
     provider = get_provider()
     if provider is None:
         return False
-    row = Memory.objects.filter(pk=memory_id, embedding__isnull=True).values("content").first()
+    unembedded = Memory.objects.filter(pk=memory_id, embedding__isnull=True).exclude(
+        status=Memory.Status.REDACTED
+    )
+    row = unembedded.values("content").first()
     if row is None:
         return False
     try:
@@ -36,13 +39,21 @@ def embed_memory(memory_id: int) -> bool:
         return False
     try:
         with transaction.atomic():
-            stored = Memory.objects.filter(pk=memory_id, embedding__isnull=True).update(
-                embedding=vector
-            )
+            # Not if it was redacted meanwhile: the vector is of the erased text.
+            stored = unembedded.update(embedding=vector)
     except DatabaseError as error:
         logger.error("Could not store the embedding of memory %s: %s", memory_id, error)
         return False
     return stored == 1
+
+
+def vacuum_after_redaction(tables: list[str]) -> str:
+    """VACUUM the tables a redaction touched, so the old row versions holding the
+    text are removed (memories/redaction.py)."""
+    from memories.redaction import vacuum
+
+    vacuum(tables)
+    return f"vacuumed {', '.join(tables)}"
 
 
 def extract_conversation(owner_id: int, session_id: str, phase: str, turns: list[dict]) -> int:
