@@ -3,7 +3,7 @@ and the one recall entry point.
 
     GET  /v1/memories                list, filter, paginate (newest first)
     POST /v1/memories                create (remember: active; propose: staged)
-    POST /v1/memories/{id}           confirm | reject | reconfirm | archive | supersede
+    POST /v1/memories/{id}           confirm | reject | reconfirm | archive | supersede | redact
     GET  /v1/memories/{id}/chain     the supersede chain, oldest first, with events
     POST /v1/memories/search         retrieval: memories plus the fenced block
 
@@ -42,7 +42,7 @@ from memories.api_schema import (
 )
 from memories.errors import ApiError, LengthRequired, PayloadTooLarge
 from memories.idempotency import run_idempotently
-from memories.models import Memory, MemoryEvent
+from memories.models import Memory, MemoryEvent, RedactionRefused
 from memories.provenance import token_metadata
 from memories.serializers import (
     ALL_STATUSES,
@@ -332,10 +332,13 @@ class MemoryCollectionView(ApiView):
 class MemoryDetailView(ApiView):
     @extend_schema(
         operation_id="act_on_memory",
-        summary="Confirm, reject, reconfirm, archive or supersede a memory",
+        summary="Confirm, reject, reconfirm, archive, supersede or redact a memory",
         description="confirm / reject a proposed memory; reconfirm (reset its decay) or "
         "archive an active one; supersede an active or proposed one with a new version "
-        "(content, optionally type and entities), answered 201 with the new head.",
+        "(content, optionally type and entities), answered 201 with the new head; "
+        "redact any memory that is not yet redacted (a reason is required; chain: true "
+        "erases every version of its chain): its text, entities and embedding are erased "
+        "for good and the row stays in its chain, answered 200 with the redacted memory.",
         parameters=[MEMORY_ID_PARAMETER, IDEMPOTENCY_PARAMETER],
         request=MemoryActionSerializer,
         responses={
@@ -345,6 +348,11 @@ class MemoryDetailView(ApiView):
         },
         examples=[
             OpenApiExample("confirm", value={"action": "confirm"}, request_only=True),
+            OpenApiExample(
+                "redact",
+                value={"action": "redact", "chain": True, "reason": "a password, by mistake"},
+                request_only=True,
+            ),
             OpenApiExample(
                 "supersede",
                 value={
@@ -378,6 +386,17 @@ class MemoryDetailView(ApiView):
                 return Response(memory_to_dict(new), status=status.HTTP_201_CREATED)
 
             return supersede
+
+        if data["action"] == "redact":
+
+            def redact() -> Response:
+                try:
+                    memory.redact(chain=data.get("chain", False), **context)
+                except RedactionRefused as refused:
+                    raise ApiError(status.HTTP_400_BAD_REQUEST, refused.code, refused.message)
+                return Response(memory_to_dict(memory))
+
+            return redact
 
         def change() -> Response:
             getattr(memory, data["action"])(**context)

@@ -678,6 +678,7 @@ class Memory(models.Model):
                     "The reason names an entity of the memory being erased, and the reason "
                     "is kept: say why without it.",
                 )
+            was_active = any(r.status == Memory.Status.ACTIVE for r in pending)
             events = []
             for version in pending:
                 previous = version.status
@@ -708,6 +709,7 @@ class Memory(models.Model):
                 texts,
                 entities,
                 result,
+                was_active=was_active,
                 skip_events=[event.pk for event in events],
             )
             transaction.on_commit(lambda: redaction.vacuum_soon(result.tables))

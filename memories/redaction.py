@@ -49,6 +49,8 @@ logger = logging.getLogger(__name__)
 # The setting the event log's trigger reads (memories migration 0005).
 REDACTING_OWNER_SETTING = "timothy.redacting_owner"
 EXTRACTION_TASK = "memories.tasks.extract_conversation"
+# PostgreSQL 18's way for a table's owner to drop its column statistics.
+CLEAR_STATISTICS = "pg_clear_attribute_stats(text,text,text,boolean)"
 
 
 @dataclass
@@ -123,11 +125,13 @@ def erase_copies(
     entities: dict[int, list[str]],
     result: Redaction,
     *,
+    was_active: bool,
     skip_events: Sequence[int] = (),
 ) -> None:
     """Scrub every copy of the redacted texts outside the memory rows (see above).
 
-    ``texts`` and ``entities`` are what each redacted version said before;
+    ``texts`` and ``entities`` are what each redacted version said before,
+    ``was_active`` whether one of them was active (it had postings);
     ``skip_events`` the redaction's own events.
     """
     ids = [memory.pk for memory in redacted]
@@ -171,7 +175,7 @@ def erase_copies(
 
     keys = {name.lower() for names in entities.values() for name in names}
     result.dictionary_keys = _drop_unused_dictionary_keys(owner_id, keys)
-    if result.dictionary_keys or any(m.status == Memory.Status.ACTIVE for m in redacted):
+    if result.dictionary_keys or was_active:
         from retrieval.models import OwnerEntity, Posting
 
         tables.update({OwnerEntity._meta.db_table, Posting._meta.db_table})
@@ -274,10 +278,13 @@ def _scrub_admin_log(ids: list[int], needles: list[str]) -> int:
         Q(pk__in=[]),
     )
     entries = list(LogEntry.objects.filter(about | quoting))
+    about_ids = set(LogEntry.objects.filter(about).values_list("pk", flat=True))
     for entry in entries:
+        # What changed on a redacted version is part of what it said.
+        quoted = entry.pk in about_ids or quotes(entry.change_message, needles)
         LogEntry.objects.filter(pk=entry.pk).update(
             object_repr=REDACTED_CONTENT,
-            change_message="[]" if quotes(entry.change_message, needles) else entry.change_message,
+            change_message="[]" if quoted else entry.change_message,
         )
     return len(entries)
 
@@ -325,21 +332,37 @@ def _drop_unused_dictionary_keys(owner_id: int, keys: set[str]) -> int:
 
 
 def vacuum(tables: Sequence[str], *, full: bool = False) -> None:
-    """VACUUM (or VACUUM FULL) ``tables`` on a connection of its own, in autocommit.
+    """VACUUM (or VACUUM FULL) and ANALYZE ``tables`` on a connection of its own.
 
-    Plain VACUUM removes the dead row versions that still hold the text and
+    Plain VACUUM removes the dead row versions that still hold the text, and
     their index entries, without blocking reads or writes; VACUUM FULL rewrites
-    each table and its indexes whole, so no byte of the old versions is left in
-    their files, but locks each table while it runs.
+    each table and its indexes whole, so that no byte of the old versions is
+    left in their files, but locks each table while it runs. ANALYZE renews the
+    column statistics, which keep sample values (the text among them); the
+    statistics catalog is vacuumed last, when the role may (a superuser).
     """
     known = set(connection.introspection.table_names())
+    options = "(FULL, ANALYZE)" if full else "(ANALYZE)"
     own = connections[DEFAULT_DB_ALIAS].copy()
     try:
         with own.cursor() as cursor:
+            cursor.execute(f"SELECT to_regprocedure('{CLEAR_STATISTICS}') IS NOT NULL")
+            can_clear = cursor.fetchone()[0]
             for table in tables:
-                if table in known:
-                    command = "VACUUM (FULL)" if full else "VACUUM"
-                    cursor.execute(f"{command} {own.ops.quote_name(table)}")
+                if table not in known:
+                    continue
+                if can_clear:
+                    # ANALYZE of a table left empty keeps the old statistics.
+                    cursor.execute(
+                        "SELECT pg_clear_attribute_stats(current_schema(), %s, attname, false) "
+                        "FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
+                        "AND NOT attisdropped",
+                        [table, own.ops.quote_name(table)],
+                    )
+                cursor.execute(f"VACUUM {options} {own.ops.quote_name(table)}")
+            cursor.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
+            if cursor.fetchone()[0]:
+                cursor.execute(f"VACUUM {'(FULL) ' if full else ''}pg_catalog.pg_statistic")
     finally:
         own.close()
 

@@ -165,14 +165,15 @@ class MemoryCreateSerializer(StrictSerializer):
 
 
 class MemoryActionSerializer(StrictSerializer):
-    ACTIONS = ("confirm", "reject", "reconfirm", "archive", "supersede")
+    ACTIONS = ("confirm", "reject", "reconfirm", "archive", "supersede", "redact")
     # Fields that describe the new version, so only a supersede may carry them.
     VERSION_FIELDS = ("content", "type", "entities", "confidence")
 
     action = StrictChoiceField(
         choices=ACTIONS,
         help_text="confirm / reject a proposal; reconfirm / archive an active memory; "
-        "supersede it with a new version (needs content).",
+        "supersede it with a new version (needs content); redact: erase its text for good "
+        "(needs a reason).",
     )
     reason = StrictCharField(
         required=False,
@@ -184,11 +185,21 @@ class MemoryActionSerializer(StrictSerializer):
     type = _type_field(required=False, help_text="supersede only: the new version's type.")
     entities = _entities_field(required=False)
     confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
+    chain = StrictBooleanField(
+        required=False,
+        help_text="redact only: erase every version of the memory's chain, not just this one.",
+    )
 
     def validate_content(self, value: str) -> str:
         return _check_content_length(value)
 
     def validate(self, attrs: dict) -> dict:
+        if "chain" in attrs and attrs["action"] != "redact":
+            raise serializers.ValidationError({"chain": ["Only a redact takes chain."]})
+        if attrs["action"] == "redact" and not attrs.get("reason", "").strip():
+            raise serializers.ValidationError(
+                {"reason": ["A redact needs a reason, for the record."]}
+            )
         if attrs["action"] == "supersede":
             if "content" not in attrs:
                 raise serializers.ValidationError({"content": ["A supersede needs content."]})
