@@ -188,3 +188,21 @@ class TokenForm(forms.Form):
         label="Token name",
         help_text="Where the token will be used, e.g. “laptop assistant”.",
     )
+
+
+class RedactForm(forms.Form):
+    """Erase a memory's text: this version, or every version of its chain."""
+
+    SCOPES = [
+        ("version", "This version only"),
+        ("chain", "Every version of its chain"),
+    ]
+
+    scope = forms.ChoiceField(choices=SCOPES, initial="version", widget=forms.RadioSelect)
+    reason = forms.CharField(
+        max_length=REASON_MAX_CHARS,
+        strip=True,
+        label="Reason",
+        help_text="Kept in the history. Say why without repeating what the memory says.",
+        error_messages={"required": "Give a reason: it is kept in the history."},
+    )

@@ -28,7 +28,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from tqdm import tqdm
 
-from memories.models import Memory, MemoryEvent, normalize_entities
+from memories.models import REDACTED_CONTENT, Memory, MemoryEvent, normalize_entities
 
 # Rows per progress step on import, and per fetch on export.
 BATCH_SIZE = 2000
@@ -58,6 +58,8 @@ TYPES = tuple(Memory.Type.values)
 STATUSES = tuple(Memory.Status.values)
 SOURCES = tuple(Memory.Source.values)
 DEFAULT_STATUS = Memory.Status.ACTIVE
+# Statuses of a row that may point to a successor.
+CHAINED_STATUSES = (Memory.Status.SUPERSEDED, Memory.Status.REDACTED)
 DEFAULT_SOURCE = Memory.Source.IMPORT
 DEFAULT_CONFIDENCE = Memory._meta.get_field("confidence").default
 MAX_SESSION_ID = Memory._meta.get_field("session_id").max_length
@@ -147,10 +149,20 @@ def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str
     successor_key = _label(record, "superseded_by")
     if status == Memory.Status.SUPERSEDED and successor_key is None:
         raise BadLine("status is superseded but superseded_by names no successor")
-    if status != Memory.Status.SUPERSEDED and successor_key is not None:
+    # A redacted row keeps the successor it had, if any.
+    if status not in CHAINED_STATUSES and successor_key is not None:
         raise BadLine(f"superseded_by is set but status is {status}, not superseded")
     if successor_key is not None and successor_key == key:
         raise BadLine("a memory cannot supersede itself")
+    entities = _entities(record)
+    embedding = _embedding(record)
+    if status == Memory.Status.REDACTED and (
+        content != REDACTED_CONTENT or entities or embedding is not None
+    ):
+        raise BadLine(
+            f"status is redacted, so content must be {REDACTED_CONTENT!r} "
+            "with no entities and no embedding"
+        )
 
     return (
         key,
@@ -159,7 +171,7 @@ def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str
             "content": content,
             "type": memory_type,
             "status": status,
-            "entity_refs": _entities(record),
+            "entity_refs": entities,
             "confidence": _confidence(record),
             "created_at": dates["created_at"] or now,
             "last_confirmed_at": dates["last_confirmed_at"],
@@ -167,7 +179,7 @@ def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str
             "source": source,
             "session_id": _session_id(record),
             "metadata": _metadata(record),
-            "embedding": _embedding(record),
+            "embedding": embedding,
         },
     )
 
@@ -307,7 +319,7 @@ def resolve_chains(parsed: list[ParsedLine], failed_keys: dict[int | str, int]) 
                     member.error = "its superseded_by chain goes round in a cycle"
                 path = path[:cycle_start]
                 break
-            if node.status != Memory.Status.SUPERSEDED:
+            if node.successor_key is None:
                 node.depth = 0
                 break
             successor = by_key.get(node.successor_key)
@@ -518,7 +530,11 @@ def _vector_literal(embedding: list[float] | None) -> str | None:
 
 
 def memory_record(memory: Memory) -> dict[str, Any]:
-    """One memory as an export line; ``id``/``superseded_by`` let import rebuild chains."""
+    """One memory as an export line; ``id``/``superseded_by`` let import rebuild chains.
+
+    A redacted memory is written as the database holds it: the stub for
+    content, no entities, no embedding, status redacted.
+    """
     return {
         "id": memory.pk,
         "content": memory.content,

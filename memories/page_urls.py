@@ -23,6 +23,7 @@ urlpatterns = [
     path("memories/<int:pk>/edit/", views.memory_edit, name="memory-edit"),
     path("memories/<int:pk>/reconfirm/", views.reconfirm, name="memory-reconfirm"),
     path("memories/<int:pk>/archive/", views.archive, name="memory-archive"),
+    path("memories/<int:pk>/redact/", views.redact, name="memory-redact"),
     path("inspect/", views.inspect, name="inspect"),
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/new/", views.token_create, name="token-create"),

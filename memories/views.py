@@ -34,10 +34,11 @@ from memories.forms import (
     MemoryEditForm,
     MemoryFilterForm,
     ReasonForm,
+    RedactForm,
     TokenForm,
 )
 from memories.inspector import block_cost, explain, legend
-from memories.models import ApiToken, IllegalTransition, Memory, MemoryEvent
+from memories.models import ApiToken, IllegalTransition, Memory, MemoryEvent, RedactionRefused
 from memories.provenance import provenance
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
@@ -339,6 +340,12 @@ class Version:
     sources: list[Memory] = field(default_factory=list)
     # One word diff per source, in the same order.
     diffs: list[list[DiffPiece]] = field(default_factory=list)
+    # The event that erased this version's text, if it was redacted.
+    redaction: MemoryEvent | None = None
+
+    @property
+    def is_redacted(self) -> bool:
+        return self.memory.status == Memory.Status.REDACTED
 
     @property
     def is_merge(self) -> bool:
@@ -349,7 +356,9 @@ class Version:
         return list(zip(self.sources, self.diffs, strict=True))
 
 
-def _versions(chain: list[Memory], current: Memory) -> list[Version]:
+def _versions(
+    chain: list[Memory], current: Memory, redactions: dict[int, MemoryEvent]
+) -> list[Version]:
     versions = []
     for member in chain:
         sources = [other for other in chain if other.superseded_by_id == member.pk]
@@ -359,10 +368,21 @@ def _versions(chain: list[Memory], current: Memory) -> list[Version]:
                 is_head=member.superseded_by_id is None,
                 is_current=member.pk == current.pk,
                 sources=sources,
-                diffs=[word_diff(source.content, member.content) for source in sources],
+                # A redacted side has no words to compare.
+                diffs=[
+                    []
+                    if Memory.Status.REDACTED in (source.status, member.status)
+                    else word_diff(source.content, member.content)
+                    for source in sources
+                ],
+                redaction=redactions.get(member.pk),
             )
         )
     return versions
+
+
+def _redactions(events: list[MemoryEvent]) -> dict[int, MemoryEvent]:
+    return {e.memory_id: e for e in events if e.action == MemoryEvent.Action.REDACTED}
 
 
 @login_required
@@ -378,6 +398,7 @@ def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
         .order_by("at", "id")
     )
     creation = next((event for event in events if event.memory_id == memory.pk), None)
+    redactions = _redactions(events)
     return render(
         request,
         "memories/memory_detail.html",
@@ -385,7 +406,9 @@ def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "memory": memory,
             "provenance": provenance(memory, creation, request.user),
             "head": head,
-            "versions": _versions(chain, memory),
+            "versions": _versions(chain, memory, redactions),
+            "redaction": redactions.get(memory.pk),
+            "chain_has_text": any(m.status != Memory.Status.REDACTED for m in chain),
             "events": events,
             "reason_form": ReasonForm(),
         },
@@ -471,6 +494,55 @@ def archive(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         messages.success(request, f"Archived {_quote(memory)}: it will no longer be recalled.")
     return redirect("memory-detail", pk=memory.pk)
+
+
+@login_required
+@owner_time_zone
+@require_http_methods(["GET", "POST"])
+def redact(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET (or a POST without ``confirmed``) shows exactly what will be erased; the
+    confirmed POST erases it."""
+    memory = _owned(request, pk)
+    form = RedactForm(request.POST or None)
+    confirmed = request.method == "POST" and request.POST.get("confirmed") == "yes"
+    if confirmed and form.is_valid():
+        chain = form.cleaned_data["scope"] == "chain"
+        try:
+            result = memory.redact(
+                chain=chain, actor=request.user, via=VIA, reason=form.cleaned_data["reason"]
+            )
+        except IllegalTransition as error:
+            messages.error(request, error.message)
+            return redirect("memory-detail", pk=memory.pk)
+        except RedactionRefused as refused:
+            form.add_error("reason", refused.message)
+        else:
+            count = len(result.memory_ids)
+            erased = f"{count} versions" if count > 1 else f"memory #{memory.pk}"
+            messages.success(request, f"Redacted {erased}: the text is erased for good.")
+            return redirect("memory-detail", pk=memory.pk)
+    chain = Memory.objects.for_owner(request.user).chain(memory)
+    others = [m for m in chain if m.pk != memory.pk and m.status != Memory.Status.REDACTED]
+    events = MemoryEvent.objects.filter(owner=request.user, memory__in=[m.pk for m in chain])
+    reasons = {
+        row["memory_id"]: row["n"]
+        for row in events.exclude(reason="").values("memory_id").annotate(n=Count("id")).order_by()
+    }
+    status = 400 if request.method == "POST" and confirmed else 200
+    return render(
+        request,
+        "memories/memory_redact.html",
+        {
+            "memory": memory,
+            "form": form,
+            "others": others,
+            "repeated": [m for m in others if m.content.strip() == memory.content.strip()],
+            "reasons_here": reasons.get(memory.pk, 0),
+            "reasons_in_chain": sum(reasons.get(m.pk, 0) for m in [memory, *others]),
+            "redaction": _redactions(list(events.filter(memory=memory))).get(memory.pk),
+        },
+        status=status,
+    )
 
 
 # --- API tokens ------------------------------------------------------------------

@@ -37,11 +37,16 @@ ILLEGAL = [
 
 
 def memory_in(owner, status: str) -> Memory:
-    """A memory of ``owner`` in ``status``; a superseded one gets a real successor."""
+    """A memory of ``owner`` in ``status``; a superseded one gets a real successor, a
+    redacted one is redacted for real."""
     if status == Status.SUPERSEDED:
         old = make_memory(owner, "Alice lives in Lyon.", status=Status.ACTIVE)
         old.supersede("Alice lives in Paris.")
         return old
+    if status == Status.REDACTED:
+        memory = make_memory(owner, status=Status.ACTIVE)
+        memory.redact(reason="private", actor=owner)
+        return memory
     return make_memory(owner, status=status)
 
 

@@ -22,7 +22,14 @@ def test_it_counts_memories_by_status_and_type(alice_client, alice, bob):
     semantic = next(row for row in response.context["by_type"] if row["value"] == "semantic")
     assert semantic["total"] == 2
     statuses = {row["value"]: row["count"] for row in response.context["status_totals"]}
-    assert statuses == {"proposed": 1, "active": 2, "rejected": 0, "superseded": 0, "archived": 1}
+    assert statuses == {
+        "proposed": 1,
+        "active": 2,
+        "rejected": 0,
+        "superseded": 0,
+        "archived": 1,
+        "redacted": 0,
+    }
     assert b"waiting in the queue" in response.content
 
 
