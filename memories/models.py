@@ -662,8 +662,10 @@ class Memory(models.Model):
             rows = self._lock_versions(chain)
             row = next(r for r in rows if r.pk == self.pk)
             pending = [r for r in rows if r.status != Memory.Status.REDACTED]
-            if row.status == Memory.Status.REDACTED and (not chain or not pending):
-                raise IllegalTransition(row, "redact", "it is already redacted")
+            if row.status == Memory.Status.REDACTED and not chain:
+                raise IllegalTransition(row, "redact")
+            if not pending:
+                raise IllegalTransition(row, "redact", "so is every version of its chain")
             texts = {r.pk: r.content for r in pending}
             entities = {r.pk: list(r.entity_refs) for r in pending}
             if redaction.quotes(reason, redaction.needles_of(texts.values())):

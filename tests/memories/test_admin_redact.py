@@ -82,6 +82,6 @@ def test_it_reports_memories_already_redacted(admin_client, alice, chain):
 
     body = response.content.decode()
     assert "Redacted 1 memory versions" in body
-    assert "already redacted" in body
+    assert "it is redacted" in body
     second.refresh_from_db()
     assert second.status == Memory.Status.REDACTED

@@ -139,7 +139,7 @@ def test_an_already_redacted_memory_says_so(alice_client, alice):
     again = alice_client.post(
         redact_url(memory), {"confirmed": "yes", "scope": "version", "reason": "again"}, follow=True
     )
-    assert any("already redacted" in message for message in flashes(again))
+    assert any("it is redacted" in message for message in flashes(again))
 
 
 def test_the_detail_page_offers_redaction_for_every_status_but_redacted(alice_client, alice):
