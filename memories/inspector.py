@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memories.models import Memory
-from retrieval.constants import FRESHNESS_WEIGHT, LEG_WEIGHTS, LEGS, RELEVANCE_WEIGHT, RRF_K
+from retrieval.constants import FRESHNESS_WEIGHT, LEGS, PROFILES, RELEVANCE_WEIGHT
 from retrieval.results import ScoredMemory
 
 
@@ -37,34 +37,50 @@ def _width(value: float | None, scale: float) -> float:
     return round(max(0.0, min(100.0, 100.0 * value / scale)), 2)
 
 
-def _fusion_bars(items: list[ScoredMemory]) -> list[Candidate]:
-    top_rrf = max((item.parts.get("rrf", 0.0) for item in items), default=0.0)
+def _leg_parts(parts: dict, profile_name: str) -> dict[str, float]:
+    """Each leg's part of the relevance: its contribution, or weight / (k + rank) under RRF."""
+    if "contributions" in parts:
+        return dict(parts["contributions"])
+    profile = PROFILES[profile_name]
+    return {
+        leg: profile.leg_weights.get(leg, 1.0) / (profile.rrf_k + rank)
+        for leg, rank in parts.get("ranks", {}).items()
+    }
+
+
+def _fusion_bars(items: list[ScoredMemory], profile_name: str) -> list[Candidate]:
+    top_relevance = max((item.parts.get("relevance", 0.0) for item in items), default=0.0)
     top_final = max((item.parts.get("final", 0.0) for item in items), default=0.0)
     top_weight = max([1.0, *(item.parts.get("weight", 0.0) for item in items)])
     candidates = []
     for item in items:
         parts = item.parts
         ranks = parts.get("ranks", {})
-        rrf_segments = [
+        leg_parts = _leg_parts(parts, profile_name)
+        relevance_segments = [
             (
                 f"bar-{leg}",
-                _width(LEG_WEIGHTS[leg] / (RRF_K + ranks[leg]), top_rrf),
-                f"{leg} rank {ranks[leg]}: {LEG_WEIGHTS[leg]:g}/({RRF_K}+{ranks[leg]}) = "
-                f"{LEG_WEIGHTS[leg] / (RRF_K + ranks[leg]):.5f}",
+                _width(leg_parts[leg], top_relevance),
+                f"{leg} rank {ranks[leg]}: {leg_parts[leg]:.4f}",
             )
             for leg in LEGS
-            if leg in ranks
+            if leg in leg_parts
         ]
         leg_ranks = ", ".join(f"{leg} #{ranks[leg]}" for leg in LEGS if leg in ranks)
+        factor = parts.get("decay", 1.0) * parts.get("current_state", 1.0)
+        if "superseded_by_newer" in parts:
+            factor *= parts["final"] / max(
+                parts.get("relevance", 0) * parts.get("weight", 1) * factor, 1e-12
+            )
         candidates.append(
             Candidate(
                 item,
                 [
-                    Bar("RRF", rrf_segments, f"{parts.get('rrf', 0):.5f}"),
+                    Bar("relevance", relevance_segments, f"{parts.get('relevance', 0):.4f}"),
                     Bar(
-                        "× decay",
-                        [("bar-final", _width(parts.get("decay"), 1.0), "recency decay")],
-                        f"{parts.get('decay', 0):.3f}",
+                        "× age",
+                        [("bar-final", _width(factor, 1.0), "decay and current-state recency")],
+                        f"{factor:.3f}",
                     ),
                     Bar(
                         "× type",
@@ -74,7 +90,7 @@ def _fusion_bars(items: list[ScoredMemory]) -> list[Candidate]:
                     Bar(
                         "= score",
                         [("bar-relevance", _width(parts.get("final"), top_final), leg_ranks)],
-                        f"{parts.get('final', 0):.5f}",
+                        f"{parts.get('final', 0):.4f}",
                     ),
                 ],
             )
@@ -134,5 +150,9 @@ def _top(items: list[ScoredMemory], part: str) -> float:
     return max((item.parts.get(part) or 0.0 for item in items), default=0.0)
 
 
-def score_bars(pipeline: str, items: list[ScoredMemory]) -> list[Candidate]:
-    return (_fusion_bars if pipeline == "fusion" else _freshness_bars)(items)
+def score_bars(
+    pipeline: str, items: list[ScoredMemory], profile_name: str = "default"
+) -> list[Candidate]:
+    if pipeline == "fusion":
+        return _fusion_bars(items, profile_name)
+    return _freshness_bars(items)

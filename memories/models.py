@@ -62,6 +62,13 @@ class MemoryQuerySet(models.QuerySet):
     def active(self) -> MemoryQuerySet:
         return self.filter(status=Memory.Status.ACTIVE)
 
+    def active_at(self, moment: datetime) -> MemoryQuerySet:
+        """The versions that were active at ``moment``: confirmed by then and not yet
+        superseded, archived (or anything else) — what a replay of the past sees."""
+        return self.filter(active_since__lte=moment).filter(
+            Q(active_until__isnull=True) | Q(active_until__gt=moment)
+        )
+
     def pending(self) -> MemoryQuerySet:
         return self.filter(status=Memory.Status.PROPOSED).order_by("created_at", "id")
 
@@ -152,6 +159,12 @@ class Memory(models.Model):
     # Moves only on explicit promotion or re-confirmation, never on retrieval.
     last_confirmed_at = models.DateTimeField(null=True, blank=True)
     last_retrieved_at = models.DateTimeField(null=True, blank=True)
+    # This version's lifetime as an active memory: from its confirmation (or
+    # creation, when written active) until it was superseded or archived. Kept
+    # by a trigger (migration 0006) whatever writes; a proposal that was never
+    # confirmed has neither. Replays of the past (``as_of``) read it.
+    active_since = models.DateTimeField(null=True, blank=True, editable=False)
+    active_until = models.DateTimeField(null=True, blank=True, editable=False)
     # The row that replaced this one. A merge supersedes several rows with one,
     # so this is many-to-one; a chain has exactly one head (superseded_by is null).
     superseded_by = models.ForeignKey(
@@ -337,7 +350,7 @@ class Memory(models.Model):
                 type=type,
                 content=content,
                 status=status,
-                entity_refs=normalize_entities(entities),
+                entity_refs=normalize_entities(entities) or _found_entities(owner.pk, content),
                 confidence=confidence,
                 source=source,
                 session_id=session_id,
@@ -378,11 +391,13 @@ class Memory(models.Model):
                 raise IllegalTransition(row, action)
             # The locked row's status, not this instance's: it may be stale.
             previous_status = row.status
+            now = timezone.now()
             row.status = to_status
             fields = ["status"]
             if confirm:
-                row.last_confirmed_at = timezone.now()
+                row.last_confirmed_at = now
                 fields.append("last_confirmed_at")
+            fields += _lifetime_change(row, previous_status, to_status, now)
             row.save(update_fields=fields)
             row.log(event, actor=actor, via=via, reason=reason, data={"from": previous_status})
         return self._refresh_from(row)
@@ -464,7 +479,7 @@ class Memory(models.Model):
                 type=type or old.type,
                 content=old.content if content is None else content,
                 status=Memory.Status.ACTIVE,
-                entity_refs=normalize_entities(old.entity_refs if entities is None else entities),
+                entity_refs=_successor_entities(old, content, entities),
                 confidence=old.confidence if confidence is None else confidence,
                 source=source or old.source,
                 session_id=old.session_id,
@@ -475,7 +490,8 @@ class Memory(models.Model):
             previous_status = old.status
             old.status = Memory.Status.SUPERSEDED
             old.superseded_by = new
-            old.save(update_fields=["status", "superseded_by"])
+            lifetime = _lifetime_change(old, previous_status, old.status, now)
+            old.save(update_fields=["status", "superseded_by", *lifetime])
             old.log(
                 MemoryEvent.Action.SUPERSEDED,
                 actor=actor,
@@ -549,7 +565,8 @@ class Memory(models.Model):
             for row in rows:
                 row.status = cls.Status.SUPERSEDED
                 row.superseded_by = new
-                row.save(update_fields=["status", "superseded_by"])
+                lifetime = _lifetime_change(row, cls.Status.ACTIVE, row.status, now)
+                row.save(update_fields=["status", "superseded_by", *lifetime])
                 row.log(
                     MemoryEvent.Action.SUPERSEDED,
                     actor=actor,
@@ -617,6 +634,42 @@ def normalize_entities(entities: Iterable[str]) -> list[str]:
             seen.add(name.casefold())
             result.append(name)
     return result
+
+
+def _lifetime_change(row: Memory, previous: str, status: str, now: datetime) -> list[str]:
+    """Open or close the row's lifetime as an active memory; the fields changed.
+
+    The database trigger (migration 0006) does the same for any other writer;
+    set here, the moments match the events and the next version's creation.
+    """
+    if status == Memory.Status.ACTIVE and previous != Memory.Status.ACTIVE:
+        row.active_since, row.active_until = now, None
+        return ["active_since", "active_until"]
+    if previous == Memory.Status.ACTIVE and status != Memory.Status.ACTIVE:
+        row.active_until = now
+        return ["active_until"]
+    return []
+
+
+def _found_entities(owner_id: int, content: str) -> list[str]:
+    """Entities for a memory written without any (retrieval/entities.py)."""
+    from retrieval.entities import entities_for
+
+    return entities_for(owner_id, content)
+
+
+def _successor_entities(
+    old: Memory, content: str | None, entities: Iterable[str] | None
+) -> list[str]:
+    """A new version's entities: the ones given; else the old ones while the
+    text stays the same; else what the new text names."""
+    if entities is not None:
+        given = normalize_entities(entities)
+        if given or content is None:
+            return given
+    if content is None or content == old.content:
+        return normalize_entities(old.entity_refs)
+    return _found_entities(old.owner_id, content)
 
 
 def _after_write(memory_id: int) -> None:

@@ -318,7 +318,9 @@ class ScoredMemorySerializer(MemorySerializer):
     position = serializers.IntegerField(
         allow_null=True, help_text="Line in the block (serial-position order)."
     )
-    cut_reason = serializers.ChoiceField(choices=["below_min_score", "over_budget"], required=False)
+    cut_reason = serializers.ChoiceField(
+        choices=["below_min_score", "below_relative_cut", "over_budget"], required=False
+    )
 
 
 class LegReportSerializer(serializers.Serializer):

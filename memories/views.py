@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import wraps
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.postgres.search import SearchQuery
@@ -38,7 +39,7 @@ from memories.forms import (
 )
 from memories.inspector import score_bars
 from memories.models import ApiToken, IllegalTransition, Memory, MemoryEvent
-from retrieval.constants import MIN_SCORE
+from retrieval.constants import PROFILES
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
 
@@ -516,11 +517,11 @@ def inspect(request: HttpRequest) -> HttpResponse:
             by_id = {item.memory.pk: item.memory for item in items}
             context.update(
                 result=result,
-                candidates=score_bars(result.pipeline, items),
+                candidates=score_bars(result.pipeline, items, settings.RETRIEVAL_PROFILE),
                 legs=[
                     (report, [(pk, by_id.get(pk)) for pk in report.ranked_ids[:LEG_PREVIEW]])
                     for report in result.legs.values()
                 ],
-                min_score=MIN_SCORE,
+                min_score=PROFILES[settings.RETRIEVAL_PROFILE].min_score,
             )
     return render(request, "memories/inspect.html", context)

@@ -219,6 +219,9 @@ OWNER_USERNAME = envstr("TIMOTHY_OWNER_USERNAME", "owner")
 # --- Retrieval ---------------------------------------------------------------
 
 DEFAULT_PIPELINE = envstr("TIMOTHY_DEFAULT_PIPELINE", "fusion")
+# Configuration of the fusion pipeline: "default" (measured best on every dev
+# set) or "seed" (seed 000 exactly); retrieval/constants.py defines both.
+RETRIEVAL_PROFILE = envstr("TIMOTHY_RETRIEVAL_PROFILE", "default")
 DEFAULT_TOKEN_BUDGET = envint("TIMOTHY_DEFAULT_TOKEN_BUDGET", 1024)
 # Largest token budget a caller may ask for.
 MAX_TOKEN_BUDGET = envint("TIMOTHY_MAX_TOKEN_BUDGET", 32000)

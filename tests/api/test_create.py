@@ -157,3 +157,9 @@ def test_it_rejects_json_nested_too_deeply(alice_api):
     )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "malformed_json"
+
+
+def test_it_answers_with_the_entities_it_found_when_none_were_given(alice_api):
+    assert alice_api.create("My sister Ana lives in Lisbon.")["entities"] == ["Ana", "Lisbon"]
+    given = alice_api.create("My sister Ana lives in Lisbon.", entities=["Ana Silva"])
+    assert given["entities"] == ["Ana Silva"]

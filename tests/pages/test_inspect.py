@@ -58,7 +58,7 @@ def test_it_shows_legs_scores_and_the_fenced_block(alice_client, memories):
     assert "&lt;memory source=&quot;timothy-memory&quot; trust=&quot;data&quot;&gt;" in body
     assert "[preference] Alice prefers aisle seats on long-haul flights." in body
     assert f"{result.block_tokens} of 1024 tokens" in body
-    assert "RRF" in body and "× decay" in body and "× type" in body
+    assert "relevance" in body and "× age" in body and "× type" in body
     assert body.count("data-candidate=") == len(result.memories) + len(result.cut)
 
 
