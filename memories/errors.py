@@ -26,6 +26,7 @@ from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from memories.models import IllegalTransition
+from memories.renderers import encodable
 
 logger = logging.getLogger(__name__)
 
@@ -93,9 +94,9 @@ class LengthRequired(ApiError):
 
 
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
+    error: dict[str, Any] = {"code": code, "message": encodable(message)}
     if details is not None:
-        error["details"] = details
+        error["details"] = encodable(details)
     return {"error": error}
 
 

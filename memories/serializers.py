@@ -10,6 +10,7 @@ from ``retrieval.serialize`` so that a memory has one JSON shape everywhere.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,6 +32,41 @@ MAX_PAGE_SIZE = 200
 ALL_STATUSES = "all"
 STATUS_FILTER_CHOICES = [*Memory.Status.values, ALL_STATUSES]
 LEG_STATUSES = ["ok", "skipped", "failed", "timeout"]
+
+
+# --- the whole body ------------------------------------------------------------
+
+
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_text(text: str, field: str, what: str) -> None:
+    found = LONE_SURROGATE.search(text)
+    if found:
+        escaped = f"\\u{ord(found.group()):04x}"
+        field = field.encode("utf-8", "backslashreplace").decode("utf-8") or "body"
+        raise serializers.ValidationError(
+            {field: [f"{what} a lone surrogate ({escaped}), which is not text."]}, code="invalid"
+        )
+
+
+def reject_lone_surrogates(data: Any) -> None:
+    """400 when any string of a parsed JSON body, or any field name, holds a lone
+    surrogate: JSON can spell one ("\\ud800") but it is not text, cannot be stored
+    and cannot be sent back. Checked once at parse time, so no field, enum or
+    error message ever sees one."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            _check_text(value, path, "Holds")
+        elif isinstance(value, dict):
+            for key, inner in value.items():
+                field = f"{path}.{key}" if path else key
+                _check_text(key, field, "The field name holds")
+                stack.append((field, inner))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{index}]", inner) for index, inner in enumerate(value))
 
 
 # --- strict fields -------------------------------------------------------------
