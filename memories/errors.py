@@ -25,7 +25,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from memories.models import IllegalTransition
+from memories.models import BlankContent, IllegalTransition
 from memories.renderers import encodable
 
 logger = logging.getLogger(__name__)
@@ -152,6 +152,12 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         exc = exceptions.NotFound("No such memory.")
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
+
+    if isinstance(exc, BlankContent):
+        set_rollback()
+        return error_response(
+            status.HTTP_400_BAD_REQUEST, "invalid_request", f"content: {exc.message}"
+        )
 
     if isinstance(exc, IllegalTransition):
         set_rollback()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
-from memories.models import Memory
+from memories.models import BlankContent, Memory, has_visible_text
 from retrieval.constants import LEGS, PIPELINES
 
 REASON_MAX_CHARS = 500
@@ -53,6 +53,12 @@ class MemoryEditForm(forms.Form):
                 "entities": ", ".join(memory.entity_refs),
             }
         )
+
+    def clean_content(self) -> str:
+        content = self.cleaned_data["content"]
+        if not has_visible_text(content):
+            raise forms.ValidationError(BlankContent.message, code="blank")
+        return content
 
     def clean_entities(self) -> list[str]:
         return split_entities(self.cleaned_data["entities"])

@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
-from memories.models import Memory, MemoryEvent
+from memories.models import BlankContent, Memory, MemoryEvent, has_visible_text
 from retrieval.constants import PIPELINES
 
 # Limits on what a client may send (beyond settings.MAX_CONTENT_CHARS).
@@ -155,6 +155,14 @@ def _content_field(**kwargs) -> StrictCharField:
     return StrictCharField(max_length=settings.MAX_CONTENT_CHARS, **kwargs)
 
 
+def _check_content(value: str) -> str:
+    """Memory content: within the length limit, and something a reader can see
+    (the rule is the model's; here it becomes a message on the field)."""
+    if not has_visible_text(value):
+        raise serializers.ValidationError(BlankContent.message, code="blank")
+    return _check_content_length(value)
+
+
 def _check_content_length(value: str) -> str:
     # The limit is a setting: read it per request, not once at import.
     limit = settings.MAX_CONTENT_CHARS
@@ -190,7 +198,7 @@ class MemoryCreateSerializer(StrictSerializer):
     session_id = StrictCharField(required=False, allow_blank=True, max_length=MAX_SESSION_ID_CHARS)
 
     def validate_content(self, value: str) -> str:
-        return _check_content_length(value)
+        return _check_content(value)
 
     def validate(self, attrs: dict) -> dict:
         if attrs["mode"] == self.Mode.REMEMBER and "confidence" in attrs:
@@ -222,7 +230,7 @@ class MemoryActionSerializer(StrictSerializer):
     confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
 
     def validate_content(self, value: str) -> str:
-        return _check_content_length(value)
+        return _check_content(value)
 
     def validate(self, attrs: dict) -> dict:
         if attrs["action"] == "supersede":

@@ -110,3 +110,36 @@ def test_it_accepts_a_real_pair(alice_api):
     )
     assert response.status_code == 201, response.text
     assert response.json()["content"] == "Smiles \U0001f600"
+
+
+# --- content that draws nothing -------------------------------------------------
+
+INVISIBLE = ["\u200b\u2060\ufeff", " \u00a0\U000e0041\U000e0020\t", "\u202e\u2066"]
+
+
+@pytest.mark.parametrize("content", INVISIBLE)
+@pytest.mark.parametrize("mode", ["remember", "propose"])
+def test_it_refuses_content_made_only_of_invisible_characters(alice_api, content, mode):
+    response = alice_api.post("/v1/memories", {**CREATE, "content": content, "mode": mode})
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == "invalid_request"
+    assert error["message"].startswith("content: Content must have visible text")
+    assert alice_api.get("/v1/memories?status=all").json()["memories"] == []
+
+
+@pytest.mark.parametrize("content", INVISIBLE)
+def test_it_refuses_an_invisible_new_version(alice_api, content):
+    memory = alice_api.create("Likes tea.")
+    response = alice_api.post(
+        f"/v1/memories/{memory['id']}", {"action": "supersede", "content": content}
+    )
+    assert response.status_code == 400, response.text
+    assert "content" in response.json()["error"]["details"]
+    chain = alice_api.get(f"/v1/memories/{memory['id']}/chain").json()
+    assert [m["status"] for m in chain["memories"]] == ["active"]
+
+
+def test_it_keeps_visible_text_with_invisible_characters_around_it(alice_api):
+    memory = alice_api.create("\u200bLikes tea.\u2060")
+    assert memory["content"] == "\u200bLikes tea.\u2060"
