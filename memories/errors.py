@@ -26,7 +26,7 @@ from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from memories.models import BlankContent, IllegalTransition
-from memories.renderers import encodable
+from timothy.http_errors import error_body
 
 logger = logging.getLogger(__name__)
 
@@ -91,13 +91,6 @@ class LengthRequired(ApiError):
             "length_required",
             "This server cannot read a chunked request body; send a Content-Length header.",
         )
-
-
-def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": encodable(message)}
-    if details is not None:
-        error["details"] = encodable(details)
-    return {"error": error}
 
 
 def error_response(
