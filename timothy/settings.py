@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 from retrieval.names import EMBEDDING_PROVIDERS, PIPELINES
@@ -67,6 +68,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_q",
+    "axes",
     "memories",
     "retrieval",
 ]
@@ -80,6 +82,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a refused sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "timothy.urls"
@@ -126,6 +130,35 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # Serve files straight from the finders, so `make run` needs no collectstatic.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
+
+# --- Sign-in throttling (django-axes; docs/security.md) ---------------------------
+
+# Checks every password sign-in (our login page and the admin's) before the
+# password is: a username or a client address with too many recent failures is
+# refused, the right password included, until the failures are older than the
+# cool-off.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Failed sign-ins per username, and per client address, before sign-in pauses.
+LOGIN_FAILURE_LIMIT = envint("TIMOTHY_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+# Minutes sign-in stays paused after the last failure.
+LOGIN_COOLOFF_MINUTES = envint("TIMOTHY_LOGIN_COOLOFF_MINUTES", 15, minimum=1)
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_COOLOFF_MINUTES)
+# Either one reaching the limit pauses sign-in: a guesser cannot spread guesses
+# over many addresses for one account, nor over many accounts from one address.
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Attempts during a pause are refused without being counted, so the pause ends
+# when the page says it does.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "memories.throttling.login_locked_out"
+# No banner on every start; failures and lockouts are still logged as warnings.
+AXES_VERBOSE = False
+# The client address is the socket's (REMOTE_ADDR), even if django-ipware is
+# installed; see docs/security.md for running behind a proxy.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
