@@ -167,6 +167,20 @@ LOGOUT_REDIRECT_URL = "login"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False
 
+# Served to browsers over HTTPS (by this gunicorn behind a TLS proxy, which must
+# set X-Forwarded-Proto: https). Off for `make run`, which serves plain HTTP on
+# 127.0.0.1: secure-only cookies would make signing in impossible there.
+HTTPS = envbool("TIMOTHY_HTTPS", False)
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = HTTPS
+# One year of Strict-Transport-Security, for this host and its subdomains.
+SECURE_HSTS_SECONDS = 365 * 24 * 3600 if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
+# Not asked of deployments: joining browsers' HSTS preload list is a decision for
+# the domain's owner, hard to undo (README, "Deploying").
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
+
 LOG_LEVEL = envchoice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
 LOGGING = {
     "version": 1,

@@ -4,6 +4,7 @@ with one sentence naming the variable, never a default in disguise."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from timothy import env
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def manage_check(**variables: str) -> subprocess.CompletedProcess:
+def manage_check(*options: str, **variables: str) -> subprocess.CompletedProcess:
     environment = {
         k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "PYTEST", "TIMOTHY_"))
     }
@@ -24,7 +25,7 @@ def manage_check(**variables: str) -> subprocess.CompletedProcess:
     environment.pop("DEBUG", None)
     environment.update(variables)
     return subprocess.run(
-        [sys.executable, "manage.py", "check"],
+        [sys.executable, "manage.py", "check", *options],
         cwd=ROOT,
         env=environment,
         capture_output=True,
@@ -137,3 +138,27 @@ def test_it_refuses_an_unknown_time_zone(monkeypatch):
     monkeypatch.setenv("SOME_ZONE", "Mars/Olympus")
     with pytest.raises(env.InvalidSetting, match="SOME_ZONE is 'Mars/Olympus'"):
         env.envtimezone("SOME_ZONE", "UTC")
+
+
+@pytest.mark.parametrize("settings_module", ["timothy.settings", "timothy.internal_settings"])
+def test_it_passes_the_deployment_check_when_served_over_https(settings_module):
+    result = manage_check(
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        TIMOTHY_HTTPS="true",
+        DJANGO_SETTINGS_MODULE=settings_module,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_it_warns_only_of_what_the_readme_explains_over_plain_http():
+    # `make run` serves http://127.0.0.1: these four are expected, and the README's
+    # "Deploying" section says why each is and how TIMOTHY_HTTPS clears it.
+    result = manage_check("--deploy")
+    found = sorted(set(re.findall(r"\(security\.W\d+\)", result.stdout + result.stderr)))
+    assert found == ["(security.W004)", "(security.W008)", "(security.W012)", "(security.W016)"]
+    readme = (ROOT / "README.md").read_text()
+    for warning in found:
+        assert warning.strip("()") in readme
