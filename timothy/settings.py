@@ -3,8 +3,8 @@
 Every setting that differs between deployments is read from an environment
 variable; the README lists them all with their defaults. Each is parsed and
 checked here (timothy/env.py), so a bad value stops start-up with one sentence
-naming the variable. Tuning numbers of the
-retrieval pipelines live in ``retrieval/constants.py``.
+naming the variable. Tuning numbers of the retrieval pipelines live in
+``retrieval/constants.py``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from timothy.env import (
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-
 
 TESTING = "pytest" in sys.modules or envbool("TIMOTHY_TESTING", False)
 
