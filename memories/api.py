@@ -54,6 +54,7 @@ from memories.serializers import (
     MemorySerializer,
     SearchResultSerializer,
     SearchSerializer,
+    reject_lone_surrogates,
 )
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
@@ -80,11 +81,13 @@ class LimitedJSONParser(JSONParser):
         if len(raw) > limit:
             raise PayloadTooLarge(limit)
         try:
-            return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+            data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ParseError(f"The body is not valid JSON: {exc}")
         except RecursionError:
             raise ParseError("The body is nested too deeply.")
+        reject_lone_surrogates(data)
+        return data
 
 
 def _reject_constant(name: str):

@@ -21,7 +21,7 @@ from django.utils.dateparse import parse_datetime
 from pgvector.django import CosineDistance
 
 from memories import llm
-from memories.models import Memory, MemoryType
+from memories.models import Memory, MemoryType, has_visible_text
 from retrieval.embeddings import EmbeddingError, get_provider
 
 logger = logging.getLogger(__name__)
@@ -225,7 +225,7 @@ def _fact_from(item: object, turns: list[Turn]) -> Fact | None:
     if kind not in MemoryType.values or not isinstance(content, str):
         return None
     content = " ".join(content.split())
-    if not content or len(content) > settings.MAX_CONTENT_CHARS:
+    if not has_visible_text(content) or len(content) > settings.MAX_CONTENT_CHARS:
         return None
     if isinstance(turn, bool) or not isinstance(turn, int) or not 0 <= turn < len(turns):
         return None

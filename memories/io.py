@@ -28,7 +28,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from tqdm import tqdm
 
-from memories.models import Memory, MemoryEvent, normalize_entities
+from memories.models import Memory, MemoryEvent, has_visible_text, normalize_entities
 
 # Rows per progress step on import, and per fetch on export.
 BATCH_SIZE = 2000
@@ -133,6 +133,8 @@ def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str
     content = record.get("content")
     if not isinstance(content, str) or not content.strip():
         raise BadLine("missing content")
+    if not has_visible_text(content):
+        raise BadLine("content has no visible text (only spaces or invisible characters)")
     if len(content) > settings.MAX_CONTENT_CHARS:
         raise BadLine(
             f"content is {len(content)} characters long; at most "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
@@ -38,6 +39,37 @@ class MemoryIsPermanent(Exception):
 
     def __init__(self) -> None:
         super().__init__("Memories are never deleted: reject, archive or supersede them instead.")
+
+
+# What draws nothing on a page: spaces and line breaks, controls, format
+# characters (zero-width, bidi, tag characters U+E0000-E007F), unassigned and
+# private code points, lone marks, and the letters that render blank.
+INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Mn", "Me", "Zs", "Zl", "Zp"})
+BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def has_visible_text(text: str) -> bool:
+    return any(
+        not char.isspace()
+        and char not in BLANK_LETTERS
+        and unicodedata.category(char) not in INVISIBLE_CATEGORIES
+        for char in text
+    )
+
+
+class BlankContent(ValueError):
+    """Content with nothing a reader can see: it would be a memory that looks empty."""
+
+    message = "Content must have visible text, not only spaces or invisible characters."
+
+    def __init__(self) -> None:
+        super().__init__(self.message)
+
+
+def check_content(content: str) -> str:
+    if not has_visible_text(content):
+        raise BlankContent
+    return content
 
 
 class IllegalTransition(Exception):
@@ -349,6 +381,7 @@ class Memory(models.Model):
         reason: str,
         action: str,
     ) -> Memory:
+        check_content(content)
         now = timezone.now()
         with transaction.atomic():
             memory = cls.objects.create(
@@ -473,6 +506,8 @@ class Memory(models.Model):
         Allowed from active, and from proposed (edit-then-confirm). Returns the
         new head.
         """
+        if content is not None:
+            check_content(content)
         with transaction.atomic():
             old = self._locked()
             if old.status not in (Memory.Status.ACTIVE, Memory.Status.PROPOSED):
@@ -530,6 +565,7 @@ class Memory(models.Model):
         Entity refs are the union, confidence the maximum, ``last_confirmed_at``
         the latest of the members'. All or nothing.
         """
+        check_content(content)
         ids = sorted({m.pk if isinstance(m, Memory) else int(m) for m in memories})
         if len(ids) < 2:
             raise ValueError("A merge needs at least two memories.")

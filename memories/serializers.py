@@ -10,13 +10,14 @@ from ``retrieval.serialize`` so that a memory has one JSON shape everywhere.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
 from rest_framework import serializers
 
-from memories.models import Memory, MemoryEvent
+from memories.models import BlankContent, Memory, MemoryEvent, has_visible_text
 from retrieval.constants import PIPELINES
 
 # Limits on what a client may send (beyond settings.MAX_CONTENT_CHARS).
@@ -31,6 +32,41 @@ MAX_PAGE_SIZE = 200
 ALL_STATUSES = "all"
 STATUS_FILTER_CHOICES = [*Memory.Status.values, ALL_STATUSES]
 LEG_STATUSES = ["ok", "skipped", "failed", "timeout"]
+
+
+# --- the whole body ------------------------------------------------------------
+
+
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_text(text: str, field: str, what: str) -> None:
+    found = LONE_SURROGATE.search(text)
+    if found:
+        escaped = f"\\u{ord(found.group()):04x}"
+        field = field.encode("utf-8", "backslashreplace").decode("utf-8") or "body"
+        raise serializers.ValidationError(
+            {field: [f"{what} a lone surrogate ({escaped}), which is not text."]}, code="invalid"
+        )
+
+
+def reject_lone_surrogates(data: Any) -> None:
+    """400 when any string of a parsed JSON body, or any field name, holds a lone
+    surrogate: JSON can spell one ("\\ud800") but it is not text, cannot be stored
+    and cannot be sent back. Checked once at parse time, so no field, enum or
+    error message ever sees one."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            _check_text(value, path, "Holds")
+        elif isinstance(value, dict):
+            for key, inner in value.items():
+                field = f"{path}.{key}" if path else key
+                _check_text(key, field, "The field name holds")
+                stack.append((field, inner))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{index}]", inner) for index, inner in enumerate(value))
 
 
 # --- strict fields -------------------------------------------------------------
@@ -119,6 +155,14 @@ def _content_field(**kwargs) -> StrictCharField:
     return StrictCharField(max_length=settings.MAX_CONTENT_CHARS, **kwargs)
 
 
+def _check_content(value: str) -> str:
+    """Memory content: within the length limit, and something a reader can see
+    (the rule is the model's; here it becomes a message on the field)."""
+    if not has_visible_text(value):
+        raise serializers.ValidationError(BlankContent.message, code="blank")
+    return _check_content_length(value)
+
+
 def _check_content_length(value: str) -> str:
     # The limit is a setting: read it per request, not once at import.
     limit = settings.MAX_CONTENT_CHARS
@@ -154,7 +198,7 @@ class MemoryCreateSerializer(StrictSerializer):
     session_id = StrictCharField(required=False, allow_blank=True, max_length=MAX_SESSION_ID_CHARS)
 
     def validate_content(self, value: str) -> str:
-        return _check_content_length(value)
+        return _check_content(value)
 
     def validate(self, attrs: dict) -> dict:
         if attrs["mode"] == self.Mode.REMEMBER and "confidence" in attrs:
@@ -186,7 +230,7 @@ class MemoryActionSerializer(StrictSerializer):
     confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
 
     def validate_content(self, value: str) -> str:
-        return _check_content_length(value)
+        return _check_content(value)
 
     def validate(self, attrs: dict) -> dict:
         if attrs["action"] == "supersede":

@@ -23,6 +23,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.text import Truncator
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memories.diff import DiffPiece, word_diff
@@ -476,6 +477,8 @@ def archive(request: HttpRequest, pk: int) -> HttpResponse:
 # --- API tokens ------------------------------------------------------------------
 
 
+# The tokens page shows a new token's secret once: no cache may keep a copy.
+@never_cache
 @login_required
 @owner_time_zone
 @require_GET
@@ -497,6 +500,7 @@ def _tokens_page(request: HttpRequest, form: TokenForm, status: int = 200) -> Ht
     )
 
 
+@never_cache
 @login_required
 @owner_time_zone
 @require_POST
