@@ -296,8 +296,27 @@ class Memory(models.Model):
         actor=None,
         via: str = "api",
         reason: str = "",
+        replaces: Memory | None = None,
     ) -> Memory:
-        """The owner's explicit fact: active at once, full confidence."""
+        """The owner's explicit fact: active at once, full confidence.
+
+        With ``replaces`` (an active memory the fact repeats or updates), the
+        fact is written as that memory's new version rather than beside it.
+        """
+        if replaces is not None:
+            if replaces.owner_id != owner.pk:
+                raise ValueError("A memory can only replace one of the same owner.")
+            return replaces.supersede(
+                content,
+                type=type,
+                entities=entities,
+                confidence=1.0,
+                source=cls.Source.REMEMBER,
+                session_id=session_id,
+                actor=actor,
+                via=via,
+                reason=reason,
+            )
         return cls._create(
             owner,
             content,
@@ -549,6 +568,7 @@ class Memory(models.Model):
         entities: Iterable[str] | None = None,
         confidence: float | None = None,
         source: str | None = None,
+        session_id: str | None = None,
         actor=None,
         via: str = "api",
         reason: str = "",
@@ -571,7 +591,7 @@ class Memory(models.Model):
                 entity_refs=normalize_entities(old.entity_refs if entities is None else entities),
                 confidence=old.confidence if confidence is None else confidence,
                 source=source or old.source,
-                session_id=old.session_id,
+                session_id=old.session_id if session_id is None else session_id,
                 metadata=old.metadata,
                 created_at=now,
                 last_confirmed_at=now,
