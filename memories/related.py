@@ -64,6 +64,8 @@ UPDATE_MIN_COSINE_CHANGED = 0.50
 DUPLICATE_MIN_LEXICAL = 0.50
 UPDATE_MIN_LEXICAL = 0.20
 UPDATE_MIN_LEXICAL_WITH_ENTITY = 0.20
+# ... and, without a shared entity, at least this many lexemes in common.
+UPDATE_MIN_SHARED_LEXEMES = 2
 
 # --- search bounds ---
 
@@ -242,6 +244,7 @@ class PairSignals:
     cosine: float | None
     # Jaccard overlap of the two texts' English lexemes.
     lexical: float
+    shared_lexemes: int
     shared_entities: int
     # Each side holds a value (number, date, name) that the other lacks.
     value_conflict: bool
@@ -275,6 +278,7 @@ class PairSignals:
         return cls(
             cosine=None if cosine is None or not math.isfinite(cosine) else float(cosine),
             lexical=len(old_lex & new_lex) / len(union) if union else 0.0,
+            shared_lexemes=len(old_lex & new_lex),
             shared_entities=len(
                 {e.casefold() for e in old_entities} & {e.casefold() for e in new_entities}
             ),
@@ -323,11 +327,13 @@ def classify(
     # "window" for "aisle"): a replaced word is never a duplicate here.
     if not differs and not signals.replaces_words and score >= thresholds.duplicate_min_lexical:
         return DUPLICATE, score
-    floor = (
-        thresholds.update_min_lexical_with_entity
-        if signals.shared_entities
-        else thresholds.update_min_lexical
-    )
+    if signals.shared_entities:
+        floor = thresholds.update_min_lexical_with_entity
+    elif signals.shared_lexemes < UPDATE_MIN_SHARED_LEXEMES:
+        # One word in common (the owner's name, "owner") says nothing of the subject.
+        return None, score
+    else:
+        floor = thresholds.update_min_lexical
     return (UPDATE, score) if score >= floor else (None, score)
 
 
