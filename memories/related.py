@@ -63,7 +63,7 @@ UPDATE_MIN_COSINE_CHANGED = 0.50
 # and of an update that also shares a named entity.
 DUPLICATE_MIN_LEXICAL = 0.50
 UPDATE_MIN_LEXICAL = 0.20
-UPDATE_MIN_LEXICAL_WITH_ENTITY = 0.20
+UPDATE_MIN_LEXICAL_WITH_ENTITY = 0.25
 # ... and, without a shared entity, at least this many lexemes in common.
 UPDATE_MIN_SHARED_LEXEMES = 2
 

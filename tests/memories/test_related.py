@@ -103,7 +103,7 @@ def test_it_keeps_the_documented_figures_without_embeddings():
     assert len(pairs) == 217
     assert round(figures.classes[DUPLICATE].precision, 3) == 0.923
     assert round(figures.classes[DUPLICATE].recall, 3) == 0.171
-    assert round(figures.classes[UPDATE].recall, 3) == 0.726
+    assert round(figures.classes[UPDATE].recall, 3) == 0.712
     assert round(figures.accuracy, 3) == 0.576
 
 
