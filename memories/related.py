@@ -36,6 +36,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from memories.models import Memory
 from retrieval.embeddings import EmbeddingError, get_provider
@@ -165,7 +166,7 @@ RELATIVES = {
     "cousin": "cousin",
 }
 _WORD = re.compile(r"[\w@+][\w@+.,:'’/-]*[\w]|[\w@+]")
-_SENTENCE_BREAK = re.compile(r"[.;!?]\s*$")
+_SENTENCE_BREAK = re.compile(r"[.;!?]")
 
 
 def normalized_text(text: str) -> str:
@@ -189,25 +190,39 @@ def value_tokens(text: str, entities: Iterable[str] = ()) -> set[str]:
     merely start a sentence, e-mail addresses, and the words of the named
     entities.
     """
-    values: set[str] = set()
-    sentence_start = True
-    for match in _WORD.finditer(text):
-        word = match.group()
-        before = text[: match.start()]
-        starts = sentence_start or bool(_SENTENCE_BREAK.search(before))
-        sentence_start = False
-        has_digit = any(char.isdigit() for char in word)
-        capital = any(char.isupper() for char in word[1:]) or (word[0].isupper() and not starts)
-        if has_digit or capital or "@" in word or word.lower() in NUMBER_WORDS:
-            values.add(_value_token(word))
+    values = set(_text_values(text))
     for entity in entities:
         values.update(_value_token(word) for word in entity.split())
     values.discard("")
     return values
 
 
-def _words(text: str) -> set[str]:
-    return {word.lower().replace("’", "'") for word in re.findall(r"[\w'’]+", text)}
+# A candidate memory meets many probes on a queue page: read each text once.
+@lru_cache(maxsize=4096)
+def _text_values(text: str) -> frozenset[str]:
+    values: set[str] = set()
+    previous_end = 0
+    for index, match in enumerate(_WORD.finditer(text)):
+        word = match.group()
+        # The first word, or one after a full stop, starts a sentence.
+        starts = index == 0 or bool(_SENTENCE_BREAK.search(text[previous_end : match.start()]))
+        previous_end = match.end()
+        lower = word.lower()
+        if (
+            not word.isalpha()
+            and (any(char.isdigit() for char in word) or "@" in word)
+            or lower in NUMBER_WORDS
+            or (word[0].isupper() and not starts)
+            or not word[1:].islower()
+            and any(char.isupper() for char in word[1:])
+        ):
+            values.add(_value_token(word))
+    return frozenset(values)
+
+
+@lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(word.lower().replace("’", "'") for word in re.findall(r"[\w'’]+", text))
 
 
 def says_changed(old: str, new: str) -> bool:
@@ -490,7 +505,8 @@ def related_for_probes(
         if relation is not None:
             found[key].append((memory_id, signals, relation, score))
             memory_ids.add(memory_id)
-    memories = Memory.objects.in_bulk(memory_ids)
+    # The vectors are not needed here, and each costs ~1.5 KB to read and parse.
+    memories = Memory.objects.defer("embedding").in_bulk(memory_ids)
     results: dict[int, RelatedResult] = {}
     for key, items in found.items():
         # Duplicates first, then by score.
