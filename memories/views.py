@@ -39,14 +39,16 @@ from memories.forms import (
 )
 from memories.inspector import score_bars
 from memories.models import ApiToken, IllegalTransition, Memory, MemoryEvent
-from memories.related import DUPLICATE, related_for_memories
+from memories.related import DUPLICATE, QUERY_FAILED, related_for_memories
 from retrieval.constants import MIN_SCORE
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
 
 VIA = "page"
 PAGE_SIZE = 25
-QUEUE_PAGE_SIZE = 50
+# Each proposal on a page is compared with the owner's memories (one statement
+# for the page, docs/review.md "Time"): 20 keep the page quick.
+QUEUE_PAGE_SIZE = 20
 LATEST_EVENTS = 12
 # How many of each leg's hits the inspector lists.
 LEG_PREVIEW = 10
@@ -242,6 +244,7 @@ def queue(request: HttpRequest) -> HttpResponse:
             "reason_form": ReasonForm(),
             "undo": undo,
             "recently_rejected": recently_rejected[:RECENTLY_REJECTED],
+            "query_failed": QUERY_FAILED,
         },
     )
 

@@ -172,3 +172,22 @@ def test_it_returns_to_the_queue_after_edit_then_confirm(alice_client, alice):
     assert (new.content, new.confidence, new.source) == ("Prefers window seats.", 1.0, "remember")
     actions = list(MemoryEvent.objects.filter(memory=new).values_list("action", flat=True))
     assert actions == ["version", "confirmed"]
+
+
+def test_it_says_when_related_memories_could_not_be_looked_up(alice_client, alice, monkeypatch):
+    from django.db import DatabaseError
+
+    from memories import related
+
+    def broken(*args, **kwargs):
+        raise DatabaseError("statement timeout")
+
+    make_memory(alice, "Prefers an aisle seat.")
+    propose(alice, "Prefers a window seat.")
+    monkeypatch.setattr(related, "_candidates", broken)
+
+    response = alice_client.get(reverse("queue"))
+
+    assert response.status_code == 200
+    assert b"Could not look for related memories in time" in response.content
+    assert b"Prefers a window seat." in response.content
