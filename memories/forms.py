@@ -112,6 +112,13 @@ class MemoryIdsField(forms.Field):
         return sorted({int(item) for item in values})
 
 
+class MemoryIdsForm(forms.Form):
+    ids = MemoryIdsField()
+    reason = forms.CharField(
+        required=False, max_length=REASON_MAX_CHARS, strip=True, label="Reason (optional)"
+    )
+
+
 class BulkActionForm(forms.Form):
     ACTIONS = [("confirm", "Confirm"), ("reject", "Reject")]
 

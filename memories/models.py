@@ -158,6 +158,8 @@ class MemoryType(models.TextChoices):
 class MemoryStatus(models.TextChoices):
     """proposed → active | rejected; active → superseded | archived.
 
+    A rejected proposal can be restored to the queue (rejected → proposed).
+
     A proposal can also be superseded directly (edit-then-confirm): the
     edited text becomes the active version and the proposal stays in its
     chain.
@@ -345,8 +347,27 @@ class Memory(models.Model):
         actor=None,
         via: str = "api",
         reason: str = "",
+        replaces: Memory | None = None,
     ) -> Memory:
-        """The owner's explicit fact: active at once, full confidence."""
+        """The owner's explicit fact: active at once, full confidence.
+
+        With ``replaces`` (an active memory the fact repeats or updates), the
+        fact is written as that memory's new version rather than beside it.
+        """
+        if replaces is not None:
+            if replaces.owner_id != owner.pk:
+                raise ValueError("A memory can only replace one of the same owner.")
+            return replaces.supersede(
+                content,
+                type=type,
+                entities=entities,
+                confidence=1.0,
+                source=cls.Source.REMEMBER,
+                session_id=session_id,
+                actor=actor,
+                via=via,
+                reason=reason,
+            )
         return cls._create(
             owner,
             content,
@@ -439,8 +460,17 @@ class Memory(models.Model):
             row.log(event, actor=actor, via=via, reason=reason, data={"from": previous_status})
         return self._refresh_from(row)
 
-    def confirm(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
-        """proposed → active; stamps last_confirmed_at."""
+    def confirm(
+        self, *, actor=None, via: str = "api", reason: str = "", replaces: Memory | None = None
+    ) -> Memory:
+        """proposed → active; stamps last_confirmed_at.
+
+        With ``replaces`` (an active memory of the same owner), the proposal is
+        confirmed as that memory's new version, in one transaction: the old
+        one becomes superseded and points to this one.
+        """
+        if replaces is not None:
+            return self._confirm_replacing(replaces, actor=actor, via=via, reason=reason)
         return self._change_status(
             "confirm",
             [Memory.Status.PROPOSED],
@@ -450,6 +480,99 @@ class Memory(models.Model):
             reason=reason,
             event=MemoryEvent.Action.CONFIRMED,
             confirm=True,
+        )
+
+    def _confirm_replacing(self, old: Memory, *, actor, via: str, reason: str) -> Memory:
+        if old.pk == self.pk:
+            raise ValueError("A memory cannot replace itself.")
+        with transaction.atomic():
+            # Lock both in id order, so two confirmations cannot deadlock.
+            rows = {
+                row.pk: row
+                for row in Memory.objects.select_for_update()
+                .filter(pk__in=[self.pk, old.pk])
+                .order_by("pk")
+            }
+            proposal, replaced = rows[self.pk], rows[old.pk]
+            if proposal.owner_id != replaced.owner_id:
+                raise ValueError("A memory can only replace one of the same owner.")
+            if proposal.status != Memory.Status.PROPOSED:
+                raise IllegalTransition(proposal, "confirm")
+            if replaced.status != Memory.Status.ACTIVE:
+                raise IllegalTransition(replaced, "replace", "only an active memory is replaced")
+            now = timezone.now()
+            proposal.status = Memory.Status.ACTIVE
+            proposal.last_confirmed_at = now
+            proposal.save(update_fields=["status", "last_confirmed_at"])
+            replaced.status = Memory.Status.SUPERSEDED
+            replaced.superseded_by = proposal
+            replaced.save(update_fields=["status", "superseded_by"])
+            proposal.log(
+                MemoryEvent.Action.CONFIRMED,
+                actor=actor,
+                via=via,
+                reason=reason,
+                data={"from": Memory.Status.PROPOSED, "replaces": replaced.pk},
+            )
+            replaced.log(
+                MemoryEvent.Action.SUPERSEDED,
+                actor=actor,
+                via=via,
+                reason=reason,
+                data={"from": Memory.Status.ACTIVE, "successor": proposal.pk},
+            )
+        old._refresh_from(replaced)
+        return self._refresh_from(proposal)
+
+    def confirm_edited(
+        self,
+        content: str,
+        *,
+        type: str | None = None,
+        entities: Iterable[str] | None = None,
+        actor=None,
+        via: str = "page",
+        reason: str = "",
+    ) -> Memory:
+        """Edit-then-confirm: the owner's text becomes the active version.
+
+        Written by the owner, it carries the owner's confidence (1.0) and
+        source (remember), not the assistant's; the proposal stays in its
+        chain. Returns the new head.
+        """
+        with transaction.atomic():
+            row = self._locked()
+            if row.status != Memory.Status.PROPOSED:
+                raise IllegalTransition(row, "confirm")
+            new = self.supersede(
+                content,
+                type=type,
+                entities=entities,
+                confidence=1.0,
+                source=Memory.Source.REMEMBER,
+                actor=actor,
+                via=via,
+                reason=reason,
+            )
+            new.log(
+                MemoryEvent.Action.CONFIRMED,
+                actor=actor,
+                via=via,
+                reason=reason,
+                data={"from": Memory.Status.PROPOSED, "edited": self.pk},
+            )
+        return new
+
+    def restore(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
+        """rejected → proposed: back in the confirmation queue, on the record."""
+        return self._change_status(
+            "restore",
+            [Memory.Status.REJECTED],
+            Memory.Status.PROPOSED,
+            actor=actor,
+            via=via,
+            reason=reason,
+            event=MemoryEvent.Action.RESTORED,
         )
 
     def reconfirm(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
@@ -497,6 +620,7 @@ class Memory(models.Model):
         entities: Iterable[str] | None = None,
         confidence: float | None = None,
         source: str | None = None,
+        session_id: str | None = None,
         actor=None,
         via: str = "api",
         reason: str = "",
@@ -521,7 +645,7 @@ class Memory(models.Model):
                 entity_refs=normalize_entities(old.entity_refs if entities is None else entities),
                 confidence=old.confidence if confidence is None else confidence,
                 source=source or old.source,
-                session_id=old.session_id,
+                session_id=old.session_id if session_id is None else session_id,
                 metadata=old.metadata,
                 created_at=now,
                 last_confirmed_at=now,
@@ -696,6 +820,7 @@ class MemoryEvent(models.Model):
         CONFIRMED = "confirmed", "Confirmed"
         RECONFIRMED = "reconfirmed", "Re-confirmed"
         REJECTED = "rejected", "Rejected"
+        RESTORED = "restored", "Restored to the queue"
         ARCHIVED = "archived", "Archived"
         SUPERSEDED = "superseded", "Superseded"
         VERSION = "version", "New version"

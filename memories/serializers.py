@@ -209,14 +209,21 @@ class MemoryCreateSerializer(StrictSerializer):
 
 
 class MemoryActionSerializer(StrictSerializer):
-    ACTIONS = ("confirm", "reject", "reconfirm", "archive", "supersede")
+    ACTIONS = ("confirm", "reject", "reconfirm", "archive", "supersede", "restore")
     # Fields that describe the new version, so only a supersede may carry them.
     VERSION_FIELDS = ("content", "type", "entities", "confidence")
 
     action = StrictChoiceField(
         choices=ACTIONS,
         help_text="confirm / reject a proposal; reconfirm / archive an active memory; "
-        "supersede it with a new version (needs content).",
+        "supersede it with a new version (needs content); restore a rejected memory to "
+        "the confirmation queue.",
+    )
+    replaces = StrictIntegerField(
+        required=False,
+        min_value=1,
+        help_text="confirm only: the id of an active memory this proposal replaces; it "
+        "becomes superseded by the confirmed proposal (409 if it is no longer active).",
     )
     reason = StrictCharField(
         required=False,
@@ -233,10 +240,11 @@ class MemoryActionSerializer(StrictSerializer):
         return _check_content(value)
 
     def validate(self, attrs: dict) -> dict:
-        if attrs["action"] == "supersede":
-            if "content" not in attrs:
-                raise serializers.ValidationError({"content": ["A supersede needs content."]})
-        else:
+        if attrs["action"] == "supersede" and "content" not in attrs:
+            raise serializers.ValidationError({"content": ["A supersede needs content."]})
+        if "replaces" in attrs and attrs["action"] != "confirm":
+            raise serializers.ValidationError({"replaces": ["Only a confirm takes replaces."]})
+        if attrs["action"] != "supersede":
             extra = [name for name in self.VERSION_FIELDS if name in attrs]
             if extra:
                 raise serializers.ValidationError(
@@ -329,6 +337,23 @@ class MemorySerializer(serializers.Serializer):
     last_retrieved_at = serializers.DateTimeField(allow_null=True)
     superseded_by = serializers.IntegerField(
         allow_null=True, help_text="The memory that replaced this one."
+    )
+
+
+class RelatedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    relation = serializers.ChoiceField(
+        choices=["duplicate", "update"],
+        help_text="duplicate: says the same thing; update: the same subject, another value.",
+    )
+    score = serializers.FloatField(help_text="Similarity, 0 to 1.")
+
+
+class CreatedMemorySerializer(MemorySerializer):
+    related = RelatedSerializer(
+        many=True,
+        help_text="Active memories this one repeats or updates, best first (empty if none). "
+        "A remembered duplicate is written as a new version of the memory it repeats.",
     )
 
 

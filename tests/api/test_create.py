@@ -72,7 +72,9 @@ def test_it_answers_every_field_of_a_memory(alice_api):
         "last_confirmed_at",
         "last_retrieved_at",
         "superseded_by",
+        "related",
     }
+    assert body["related"] == []
 
 
 @pytest.mark.parametrize(

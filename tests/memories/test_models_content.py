@@ -122,5 +122,5 @@ def test_it_drops_an_invisible_fact_from_extraction(fake_llm, alice):  # noqa: F
             }
         ),
     )
-    [memory] = extract(alice, "s", "turn_end", turns)
-    assert memory.content == "Likes tea."
+    result = extract(alice, "s", "turn_end", turns)
+    assert [memory.content for memory in result.written] == ["Likes tea."]
