@@ -28,7 +28,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from tqdm import tqdm
 
-from memories.models import Memory, MemoryEvent, normalize_entities
+from memories.models import Memory, MemoryEvent, has_visible_text, normalize_entities
 from retrieval.entities import EntityFinder, owner_entity_keys
 
 # Rows per progress step on import, and per fetch on export.
@@ -134,6 +134,8 @@ def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str
     content = record.get("content")
     if not isinstance(content, str) or not content.strip():
         raise BadLine("missing content")
+    if not has_visible_text(content):
+        raise BadLine("content has no visible text (only spaces or invisible characters)")
     if len(content) > settings.MAX_CONTENT_CHARS:
         raise BadLine(
             f"content is {len(content)} characters long; at most "

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchQuery, SearchVector, SearchVectorField
 from django.db import connection, models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
+
+from memories.matching import search_terms, term_pattern
 
 EMBEDDING_DIMENSIONS = settings.EMBEDDING_DIMENSIONS
 # The HNSW index on active embeddings. ef_construction 128 rather than
@@ -36,6 +39,37 @@ class MemoryIsPermanent(Exception):
 
     def __init__(self) -> None:
         super().__init__("Memories are never deleted: reject, archive or supersede them instead.")
+
+
+# What draws nothing on a page: spaces and line breaks, controls, format
+# characters (zero-width, bidi, tag characters U+E0000-E007F), unassigned and
+# private code points, lone marks, and the letters that render blank.
+INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Mn", "Me", "Zs", "Zl", "Zp"})
+BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def has_visible_text(text: str) -> bool:
+    return any(
+        not char.isspace()
+        and char not in BLANK_LETTERS
+        and unicodedata.category(char) not in INVISIBLE_CATEGORIES
+        for char in text
+    )
+
+
+class BlankContent(ValueError):
+    """Content with nothing a reader can see: it would be a memory that looks empty."""
+
+    message = "Content must have visible text, not only spaces or invisible characters."
+
+    def __init__(self) -> None:
+        super().__init__(self.message)
+
+
+def check_content(content: str) -> str:
+    if not has_visible_text(content):
+        raise BlankContent
+    return content
 
 
 class IllegalTransition(Exception):
@@ -75,6 +109,23 @@ class MemoryQuerySet(models.QuerySet):
     def heads(self) -> MemoryQuerySet:
         return self.filter(superseded_by__isnull=True)
 
+    def matching(self, text: str) -> MemoryQuerySet:
+        """Memories whose content matches a search, the same for the pages and the API.
+
+        Every word and "quoted phrase" appears, ignoring case and accents, and no
+        -excluded one does; or English full-text search matches (memories/matching.py).
+        """
+        full_text = Q(tsv=SearchQuery(text, config="english", search_type="websearch"))
+        terms = search_terms(text)
+        if not terms.include:
+            return self.filter(full_text)
+        words = Q()
+        for term in terms.include:
+            words &= Q(content__regex=term_pattern(term))
+        for term in terms.exclude:
+            words &= ~Q(content__regex=term_pattern(term))
+        return self.filter(words | full_text)
+
     def chain(self, memory: Memory | int) -> list[Memory]:
         """Every version in the chain of ``memory``, oldest first, from any member.
 
@@ -113,6 +164,8 @@ class MemoryType(models.TextChoices):
 
 class MemoryStatus(models.TextChoices):
     """proposed → active | rejected; active → superseded | archived.
+
+    A rejected proposal can be restored to the queue (rejected → proposed).
 
     A proposal can also be superseded directly (edit-then-confirm): the
     edited text becomes the active version and the proposal stays in its
@@ -307,8 +360,27 @@ class Memory(models.Model):
         actor=None,
         via: str = "api",
         reason: str = "",
+        replaces: Memory | None = None,
     ) -> Memory:
-        """The owner's explicit fact: active at once, full confidence."""
+        """The owner's explicit fact: active at once, full confidence.
+
+        With ``replaces`` (an active memory the fact repeats or updates), the
+        fact is written as that memory's new version rather than beside it.
+        """
+        if replaces is not None:
+            if replaces.owner_id != owner.pk:
+                raise ValueError("A memory can only replace one of the same owner.")
+            return replaces.supersede(
+                content,
+                type=type,
+                entities=entities,
+                confidence=1.0,
+                source=cls.Source.REMEMBER,
+                session_id=session_id,
+                actor=actor,
+                via=via,
+                reason=reason,
+            )
         return cls._create(
             owner,
             content,
@@ -343,6 +415,7 @@ class Memory(models.Model):
         reason: str,
         action: str,
     ) -> Memory:
+        check_content(content)
         now = timezone.now()
         with transaction.atomic():
             memory = cls.objects.create(
@@ -402,8 +475,17 @@ class Memory(models.Model):
             row.log(event, actor=actor, via=via, reason=reason, data={"from": previous_status})
         return self._refresh_from(row)
 
-    def confirm(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
-        """proposed → active; stamps last_confirmed_at."""
+    def confirm(
+        self, *, actor=None, via: str = "api", reason: str = "", replaces: Memory | None = None
+    ) -> Memory:
+        """proposed → active; stamps last_confirmed_at.
+
+        With ``replaces`` (an active memory of the same owner), the proposal is
+        confirmed as that memory's new version, in one transaction: the old
+        one becomes superseded and points to this one.
+        """
+        if replaces is not None:
+            return self._confirm_replacing(replaces, actor=actor, via=via, reason=reason)
         return self._change_status(
             "confirm",
             [Memory.Status.PROPOSED],
@@ -413,6 +495,99 @@ class Memory(models.Model):
             reason=reason,
             event=MemoryEvent.Action.CONFIRMED,
             confirm=True,
+        )
+
+    def _confirm_replacing(self, old: Memory, *, actor, via: str, reason: str) -> Memory:
+        if old.pk == self.pk:
+            raise ValueError("A memory cannot replace itself.")
+        with transaction.atomic():
+            # Lock both in id order, so two confirmations cannot deadlock.
+            rows = {
+                row.pk: row
+                for row in Memory.objects.select_for_update()
+                .filter(pk__in=[self.pk, old.pk])
+                .order_by("pk")
+            }
+            proposal, replaced = rows[self.pk], rows[old.pk]
+            if proposal.owner_id != replaced.owner_id:
+                raise ValueError("A memory can only replace one of the same owner.")
+            if proposal.status != Memory.Status.PROPOSED:
+                raise IllegalTransition(proposal, "confirm")
+            if replaced.status != Memory.Status.ACTIVE:
+                raise IllegalTransition(replaced, "replace", "only an active memory is replaced")
+            now = timezone.now()
+            proposal.status = Memory.Status.ACTIVE
+            proposal.last_confirmed_at = now
+            proposal.save(update_fields=["status", "last_confirmed_at"])
+            replaced.status = Memory.Status.SUPERSEDED
+            replaced.superseded_by = proposal
+            replaced.save(update_fields=["status", "superseded_by"])
+            proposal.log(
+                MemoryEvent.Action.CONFIRMED,
+                actor=actor,
+                via=via,
+                reason=reason,
+                data={"from": Memory.Status.PROPOSED, "replaces": replaced.pk},
+            )
+            replaced.log(
+                MemoryEvent.Action.SUPERSEDED,
+                actor=actor,
+                via=via,
+                reason=reason,
+                data={"from": Memory.Status.ACTIVE, "successor": proposal.pk},
+            )
+        old._refresh_from(replaced)
+        return self._refresh_from(proposal)
+
+    def confirm_edited(
+        self,
+        content: str,
+        *,
+        type: str | None = None,
+        entities: Iterable[str] | None = None,
+        actor=None,
+        via: str = "page",
+        reason: str = "",
+    ) -> Memory:
+        """Edit-then-confirm: the owner's text becomes the active version.
+
+        Written by the owner, it carries the owner's confidence (1.0) and
+        source (remember), not the assistant's; the proposal stays in its
+        chain. Returns the new head.
+        """
+        with transaction.atomic():
+            row = self._locked()
+            if row.status != Memory.Status.PROPOSED:
+                raise IllegalTransition(row, "confirm")
+            new = self.supersede(
+                content,
+                type=type,
+                entities=entities,
+                confidence=1.0,
+                source=Memory.Source.REMEMBER,
+                actor=actor,
+                via=via,
+                reason=reason,
+            )
+            new.log(
+                MemoryEvent.Action.CONFIRMED,
+                actor=actor,
+                via=via,
+                reason=reason,
+                data={"from": Memory.Status.PROPOSED, "edited": self.pk},
+            )
+        return new
+
+    def restore(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
+        """rejected → proposed: back in the confirmation queue, on the record."""
+        return self._change_status(
+            "restore",
+            [Memory.Status.REJECTED],
+            Memory.Status.PROPOSED,
+            actor=actor,
+            via=via,
+            reason=reason,
+            event=MemoryEvent.Action.RESTORED,
         )
 
     def reconfirm(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
@@ -460,6 +635,7 @@ class Memory(models.Model):
         entities: Iterable[str] | None = None,
         confidence: float | None = None,
         source: str | None = None,
+        session_id: str | None = None,
         actor=None,
         via: str = "api",
         reason: str = "",
@@ -469,6 +645,8 @@ class Memory(models.Model):
         Allowed from active, and from proposed (edit-then-confirm). Returns the
         new head.
         """
+        if content is not None:
+            check_content(content)
         with transaction.atomic():
             old = self._locked()
             if old.status not in (Memory.Status.ACTIVE, Memory.Status.PROPOSED):
@@ -482,7 +660,7 @@ class Memory(models.Model):
                 entity_refs=_successor_entities(old, content, entities),
                 confidence=old.confidence if confidence is None else confidence,
                 source=source or old.source,
-                session_id=old.session_id,
+                session_id=old.session_id if session_id is None else session_id,
                 metadata=old.metadata,
                 created_at=now,
                 last_confirmed_at=now,
@@ -527,6 +705,7 @@ class Memory(models.Model):
         Entity refs are the union, confidence the maximum, ``last_confirmed_at``
         the latest of the members'. All or nothing.
         """
+        check_content(content)
         ids = sorted({m.pk if isinstance(m, Memory) else int(m) for m in memories})
         if len(ids) < 2:
             raise ValueError("A merge needs at least two memories.")
@@ -694,6 +873,7 @@ class MemoryEvent(models.Model):
         CONFIRMED = "confirmed", "Confirmed"
         RECONFIRMED = "reconfirmed", "Re-confirmed"
         REJECTED = "rejected", "Rejected"
+        RESTORED = "restored", "Restored to the queue"
         ARCHIVED = "archived", "Archived"
         SUPERSEDED = "superseded", "Superseded"
         VERSION = "version", "New version"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from memories.models import MemoryType
+from retrieval.names import PIPELINES  # noqa: F401  (defined there for settings)
 
 # How many candidates each leg of the fusion pipeline returns.
 LEG_LIMIT = 30
@@ -174,7 +175,6 @@ TYPE_PROFILES: dict[str, TypeProfile] = {
     MemoryType.REFLECTION: TypeProfile(weight=0.8, half_life_days=14.0),
 }
 
-PIPELINES = ("fusion", "freshness")
 LEGS = ("vector", "text", "entity")
 
 # Vector leg. The HNSW index serves every owner at once, so a walk filtered to

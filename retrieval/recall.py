@@ -146,6 +146,7 @@ def recall(
         cut=sorted([*cut, *packed.over_budget], key=lambda item: -item.score) if explain else [],
         explain=explain,
         ms=elapsed,
+        profile=fusion_profile.name,
     )
 
 

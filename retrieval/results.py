@@ -91,12 +91,15 @@ class RecallResult:
     cut: list[ScoredMemory] = field(default_factory=list)
     explain: bool = False
     ms: float = 0.0
+    # The fusion profile that scored it (retrieval/constants.py).
+    profile: str = "default"
 
     def to_dict(self) -> dict[str, Any]:
         from retrieval.serialize import scored_memory_to_dict
 
         data: dict[str, Any] = {
             "pipeline": self.pipeline,
+            "profile": self.profile,
             "as_of": self.as_of.isoformat(),
             "memories": [scored_memory_to_dict(item) for item in self.memories],
             "block": self.block,

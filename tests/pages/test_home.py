@@ -51,3 +51,13 @@ def test_it_shows_an_empty_state(alice_client):
 @pytest.mark.django_db
 def test_it_rejects_post(alice_client):
     assert alice_client.post(reverse("home")).status_code == 405
+
+
+@pytest.mark.django_db
+def test_it_names_types_both_ways_and_channels_consistently(alice_client, alice):
+    memory = Memory.propose(alice, "Alice plays the cello.", "semantic")
+    memory.confirm(actor=alice, via="api")
+    body = alice_client.get(reverse("home")).content.decode()
+    assert ">Fact (semantic)</a>" in body and ">Event (episodic)</a>" in body
+    assert "via API by alice" in body
+    assert "“<bdi>Alice plays the cello.</bdi>”" in body

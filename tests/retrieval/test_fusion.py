@@ -268,3 +268,10 @@ def test_it_never_takes_an_event_for_out_of_date():
         query_embedding=[1.0, 0.0],
     )
     assert all("superseded_by_newer" not in item.parts for item in kept)
+
+
+def test_settings_accept_exactly_the_profiles_there_are():
+    from retrieval.constants import PROFILES
+    from retrieval.names import PROFILE_NAMES
+
+    assert tuple(PROFILES) == PROFILE_NAMES

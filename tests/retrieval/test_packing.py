@@ -156,6 +156,29 @@ def test_it_never_exceeds_the_budget(memories, budget):
     assert all(item.cut_reason == "over_budget" for item in result.over_budget)
 
 
+def test_it_reserves_the_fence_before_taking_a_memory_that_would_fit_only_without_it():
+    # The medium memory fits the budget beside the best one only if the fence costs
+    # nothing; the smaller one after it fits with the fence counted. Packing without
+    # reserving the fence would take the medium one, overflow, and the final check
+    # would then drop it and the small one alike, leaving only the best.
+    best = scored("Prefers the aisle seat on long-haul flights", 0.9)
+    medium = scored(
+        "Keeps a notebook of every restaurant visited in Lisbon with ratings for the "
+        "grilled sardines and the custard tarts",
+        0.8,
+    )
+    small = scored("Birthday is on 5 March", 0.7)
+    budget = FENCE_TOKENS + line_tokens(best) + line_tokens(small)
+    assert line_tokens(small) < line_tokens(medium) <= line_tokens(small) + FENCE_TOKENS
+
+    result = pack([best, medium, small], budget)
+
+    assert result.packed == [best, small]
+    assert result.over_budget == [medium]
+    assert medium.cut_reason == "over_budget" and small.cut_reason is None
+    assert result.block_tokens == budget == count_tokens(result.block)
+
+
 # --- one memory's share of the budget ------------------------------------------------
 
 

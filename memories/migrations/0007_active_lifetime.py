@@ -67,7 +67,7 @@ DROP FUNCTION timothy_memory_lifetime();
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memories", "0005_entities_filled_once")]
+    dependencies = [("memories", "0006_entities_filled_once")]
 
     operations = [
         migrations.AddField(

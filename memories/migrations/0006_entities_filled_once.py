@@ -2,7 +2,7 @@
 
 The store finds entities for a memory that came without any (retrieval/
 entities.py); ``manage.py find_entities`` does the same for memories written
-before that. Everything else of 0003 stands: content, type, owner and any
+before that. Everything else of 0003 and 0005 stands: content, type, owner and any
 entities a memory already has never change in place.
 """
 
@@ -22,6 +22,7 @@ BEGIN
     IF NEW.status IS DISTINCT FROM OLD.status AND NOT (
         (OLD.status = 'proposed' AND NEW.status IN ('active', 'rejected', 'superseded'))
         OR (OLD.status = 'active' AND NEW.status IN ('superseded', 'archived'))
+        OR (OLD.status = 'rejected' AND NEW.status = 'proposed')
     ) THEN
         RAISE EXCEPTION 'memory % cannot go from % to %', OLD.id, OLD.status, NEW.status
             USING ERRCODE = 'check_violation';
@@ -43,6 +44,7 @@ BEGIN
     IF NEW.status IS DISTINCT FROM OLD.status AND NOT (
         (OLD.status = 'proposed' AND NEW.status IN ('active', 'rejected', 'superseded'))
         OR (OLD.status = 'active' AND NEW.status IN ('superseded', 'archived'))
+        OR (OLD.status = 'rejected' AND NEW.status = 'proposed')
     ) THEN
         RAISE EXCEPTION 'memory % cannot go from % to %', OLD.id, OLD.status, NEW.status
             USING ERRCODE = 'check_violation';
@@ -53,6 +55,6 @@ END $$;
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memories", "0004_hnsw_ef_construction_128")]
+    dependencies = [("memories", "0005_restore_rejected_to_queue")]
 
     operations = [migrations.RunSQL(FUNCTION_SQL, REVERSE_SQL)]
