@@ -383,7 +383,9 @@ def _age_effect(pipeline: str, item: ScoredMemory) -> str:
             return f"a newer memory, #{parts['superseded_by_newer']}, says how things stand now"
         if isinstance(parts.get("current_state"), int | float):
             return f"counts {_age_factor(parts):.0%}: the message asks how things stand now"
-        if isinstance(parts.get("decay"), int | float) and parts["decay"] < 1.0:
+        if not isinstance(parts.get("decay"), int | float):
+            return ""
+        if parts["decay"] < 1.0:
             return f"counts {parts['decay']:.0%}"
         return "its age does not lower it"
     if isinstance(parts.get("freshness"), int | float):
