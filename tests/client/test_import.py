@@ -1,5 +1,5 @@
-"""The client is a package of its own: it imports, with its chat loop, in a Python
-where Django is neither configured nor imported."""
+"""The client is a package of its own: it imports, with its MCP server and chat loop,
+in a Python where Django is neither configured nor imported."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 CHECK = """
 import sys
-import timothy_client, timothy_client.chat
+import timothy_client, timothy_client.chat, timothy_client.mcp_server
 assert "timothy" not in sys.modules and "memories" not in sys.modules, sorted(sys.modules)
 loaded = sorted(name for name in sys.modules if name == "django" or name.startswith("django."))
 print("django modules:", loaded)
