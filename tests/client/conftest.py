@@ -4,24 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-from tests.client.service import RunningService, shared_service, stop_shared_service
+from tests.client.service import RunningService, ScriptedExtractionLLM
 from tests.fakes.fixtures import fake_openai  # noqa: F401  (the chat model's fake)
 from timothy_client import Memory
 
 
-@pytest.fixture(scope="session")
-def timothy(tmp_path_factory) -> RunningService:
-    """The shared running service; its owner ``owner`` and token are on it."""
-    service, _ = shared_service(tmp_path_factory.mktemp("timothy-service"))
+@pytest.fixture(scope="package")
+def extraction_llm() -> ScriptedExtractionLLM:
+    """The scripted fake the service's extraction asks."""
+    llm = ScriptedExtractionLLM().start()
+    yield llm
+    llm.stop()
+
+
+@pytest.fixture(scope="package")
+def timothy(extraction_llm) -> RunningService:
+    """The running service these tests share; its owner ``owner`` and token are on it."""
+    service = RunningService(llm_base_url=extraction_llm.base_url).start()
     yield service
-    stop_shared_service()
-
-
-@pytest.fixture(scope="session")
-def extraction_llm(timothy):
-    """The scripted fake the shared service's extraction asks."""
-    _, llm = shared_service(timothy.data_dir)
-    return llm
+    service.remove()
 
 
 @pytest.fixture

@@ -2,9 +2,14 @@
 
 The service runs as `make run` runs it (gunicorn on the public and internal
 listeners, the django-q2 worker, its own embedded PostgreSQL in a temporary
-folder), with its extraction LLM pointed at a scripted fake on localhost. One
-service is shared by the client and MCP tests (``shared_service``); a test
-that stops a service starts its own.
+folder), optionally with its extraction LLM pointed at a scripted fake on
+localhost. Each test package starts one (tests/client, tests/mcp); a test that
+stops a service starts its own.
+
+The data folder is made with ``tempfile`` rather than pytest's ``tmp_path``:
+the embedded PostgreSQL runs as another user, which must be able to traverse
+the folder's parents, and every pytest session (another run on the same
+machine included) makes its own base folder private again.
 """
 
 from __future__ import annotations
@@ -12,11 +17,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
-import threading
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -117,16 +123,15 @@ class ScriptedExtractionLLM(FakeOpenAI):
 class RunningService:
     """`python manage.py serve` on free loopback ports, in its own data folder."""
 
-    def __init__(self, data_dir: Path, *, llm_base_url: str | None = None) -> None:
-        self.data_dir = data_dir
-        data_dir.mkdir(parents=True, exist_ok=True)
+    def __init__(self, *, llm_base_url: str | None = None) -> None:
+        self.data_dir = Path(tempfile.mkdtemp(prefix="timothy-client-tests-"))
         self.public_addr = f"127.0.0.1:{free_port()}"
         self.internal_addr = f"127.0.0.1:{free_port()}"
         self.public_url = f"http://{self.public_addr}"
         self.internal_url = f"http://{self.internal_addr}"
         self.service_token = SERVICE_TOKEN
         self.env = service_env(
-            TIMOTHY_DATA_DIR=str(data_dir),
+            TIMOTHY_DATA_DIR=str(self.data_dir),
             TIMOTHY_PUBLIC_ADDR=self.public_addr,
             TIMOTHY_INTERNAL_ADDR=self.internal_addr,
             TIMOTHY_SERVICE_TOKEN=SERVICE_TOKEN,
@@ -140,7 +145,7 @@ class RunningService:
                 TIMOTHY_LLM_API_KEY="sk-test",
                 TIMOTHY_LLM_TIMEOUT="30",
             )
-        self.log_path = data_dir / "serve.log"
+        self.log_path = self.data_dir / "serve.log"
         self.owner = "owner"
         self.token = ""
         self.process: subprocess.Popen | None = None
@@ -180,6 +185,7 @@ class RunningService:
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
+        """Ctrl-C, as a person stops `make run`: the service stops its children and PostgreSQL."""
         if self.process is None or self.process.poll() is not None:
             return
         self.process.send_signal(signal.SIGINT)
@@ -189,6 +195,13 @@ class RunningService:
             self.process.kill()
             self.process.wait()
             raise AssertionError("serve did not stop on Ctrl-C:\n" + self.log())
+
+    def remove(self) -> None:
+        """Stop, then delete the data folder."""
+        try:
+            self.stop()
+        finally:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def kill(self) -> None:
         """Last resort when start-up fails: SIGINT first, so serve stops its children."""
@@ -224,34 +237,3 @@ def service_env(**extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
-
-
-_shared: tuple[RunningService, ScriptedExtractionLLM] | None = None
-_shared_lock = threading.Lock()
-
-
-def shared_service(data_dir: Path) -> tuple[RunningService, ScriptedExtractionLLM]:
-    """The one service the client and MCP tests share (started on first use)."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            llm = ScriptedExtractionLLM().start()
-            try:
-                service = RunningService(data_dir, llm_base_url=llm.base_url).start()
-            except BaseException:
-                llm.stop()
-                raise
-            _shared = (service, llm)
-        return _shared
-
-
-def stop_shared_service() -> None:
-    global _shared
-    with _shared_lock:
-        if _shared is not None:
-            service, llm = _shared
-            _shared = None
-            try:
-                service.stop()
-            finally:
-                llm.stop()

@@ -170,8 +170,8 @@ def test_it_extracts_turns_before_dropping_them(fresh_memory, extraction_llm, fa
     assert created.reason == "extracted at pre_compaction from turn 2"
 
 
-def test_it_completes_the_conversation_with_the_service_stopped(tmp_path, fake_openai):
-    service = RunningService(tmp_path / "service").start()
+def test_it_completes_the_conversation_with_the_service_stopped(fake_openai):
+    service = RunningService().start()
     memory = Memory(
         service.public_url,
         service.token,
@@ -187,7 +187,7 @@ def test_it_completes_the_conversation_with_the_service_stopped(tmp_path, fake_o
         assert "peanuts" in memory.recall("peanuts").block
     finally:
         # ...then the service stops.
-        service.stop()
+        service.remove()
     fake_openai.queue(CHAT, *(chat_answer(f"Answer {n}.") for n in range(3)))
     chat = chat_with(memory, fake_openai)
     answers = [chat.send(message) for message in CONVERSATION]

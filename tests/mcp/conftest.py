@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.client.service import RunningService, shared_service, stop_shared_service
+from tests.client.service import RunningService
 
 
-@pytest.fixture(scope="session")
-def timothy(tmp_path_factory) -> RunningService:
-    """The running service the client tests share (started once for both folders)."""
-    service, _ = shared_service(tmp_path_factory.mktemp("timothy-service"))
+@pytest.fixture(scope="package")
+def timothy() -> RunningService:
+    """A running service for these tests (extraction is not needed here)."""
+    service = RunningService().start()
     yield service
-    stop_shared_service()
+    service.remove()
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import requests
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -18,6 +20,28 @@ from tests.client.service import free_port, wait_for
 # The console script `pip install ./client` puts next to the interpreter.
 TIMOTHY_MCP = str(Path(sys.executable).parent / "timothy-mcp")
 TOOLS = {"recall", "remember", "propose", "list_pending", "confirm", "reject", "memory_history"}
+
+
+def run_async(function: Callable[..., Any], *args: Any) -> Any:
+    """``anyio.run`` on a thread of its own.
+
+    The browser tests keep Playwright's event loop running in the main thread
+    for the rest of the session, and a thread runs one event loop at a time.
+    """
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = anyio.run(function, *args)
+        except BaseException as error:
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, name="mcp-test-client")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
 
 
 def stdio_client_for(params: StdioServerParameters, log_path: Path) -> Client:

@@ -8,10 +8,9 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import anyio
 from mcp import StdioServerParameters
 
-from tests.mcp.helpers import TIMOTHY_MCP, TOOLS, stdio_client_for, structured
+from tests.mcp.helpers import TIMOTHY_MCP, TOOLS, run_async, stdio_client_for, structured
 from timothy_client import mcp_server
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "client.md"
@@ -42,7 +41,7 @@ def test_it_starts_from_the_documented_stdio_configuration(timothy, owner, tmp_p
             outcome["tools"] = {tool.name for tool in (await client.list_tools()).tools}
             outcome["pending"] = structured(await client.call_tool("list_pending", {"limit": 1}))
 
-    anyio.run(session)
+    run_async(session)
     assert outcome["tools"] == TOOLS
     assert set(outcome["pending"]) == {"memories", "more"}
 

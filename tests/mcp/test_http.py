@@ -7,10 +7,9 @@ import os
 import subprocess
 import uuid
 
-import anyio
 from mcp import Client
 
-from tests.mcp.helpers import TIMOTHY_MCP, TOOLS, http_server, structured
+from tests.mcp.helpers import TIMOTHY_MCP, TOOLS, http_server, run_async, structured
 
 
 def server_env(**extra: str) -> dict[str, str]:
@@ -39,7 +38,7 @@ def test_it_serves_the_tools_over_streamable_http(timothy, owner, tmp_path):
 
     with http_server(env, tmp_path / "mcp-http.log") as url:
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
-        anyio.run(session, url)
+        run_async(session, url)
 
     assert outcome["tools"] == TOOLS
     assert outcome["remembered"]["status"] == "active"

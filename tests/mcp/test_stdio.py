@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import uuid
 
-import anyio
 from mcp import StdioServerParameters
 
-from tests.mcp.helpers import TIMOTHY_MCP, TOOLS, error_text, stdio_client_for, structured
+from tests.mcp.helpers import (
+    TIMOTHY_MCP,
+    TOOLS,
+    error_text,
+    run_async,
+    stdio_client_for,
+    structured,
+)
 
 
 def params(timothy, token: str) -> StdioServerParameters:
@@ -65,7 +71,7 @@ def test_it_serves_every_tool_over_stdio(timothy, owner, tmp_path):
                 await client.call_tool("memory_history", {"memory_id": outcome["proposed"]["id"]})
             )
 
-    anyio.run(session)
+    run_async(session)
 
     assert set(outcome["tools"]) == TOOLS
     assert outcome["tools"]["recall"].annotations.read_only_hint is True
@@ -118,7 +124,7 @@ def test_it_answers_a_refused_action_with_a_tool_error(timothy, owner, tmp_path)
                 "remember", {"content": "", "type": "semantic"}
             )
 
-    anyio.run(session)
+    run_async(session)
     assert "Cannot confirm memory" in error_text(results["twice"])
     assert "it is active" in error_text(results["twice"])
     assert f"No memory {10**12}" in error_text(results["missing"])
@@ -137,6 +143,6 @@ def test_it_says_when_the_service_is_unreachable(timothy, owner, tmp_path):
         async with stdio_client_for(unreachable, tmp_path / "mcp.log") as client:
             results["recall"] = await client.call_tool("recall", {"query": "anything"})
 
-    anyio.run(session)
+    run_async(session)
     assert "Memory is unavailable right now" in error_text(results["recall"])
     assert "connection refused" in error_text(results["recall"])
