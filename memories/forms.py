@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
-from memories.models import Memory
+from memories.models import BlankContent, Memory, has_visible_text
 from memories.vocabulary import type_choices
 from retrieval.constants import LEGS, PIPELINES
 
@@ -42,6 +42,12 @@ class MemoryFieldsForm(forms.Form):
         help_text="Separate names with commas.",
         widget=forms.TextInput(attrs={"dir": "auto"}),
     )
+
+    def clean_content(self) -> str:
+        content = self.cleaned_data["content"]
+        if not has_visible_text(content):
+            raise forms.ValidationError(BlankContent.message, code="blank")
+        return content
 
     def clean_entities(self) -> list[str]:
         return split_entities(self.cleaned_data["entities"])
@@ -104,6 +110,13 @@ class MemoryIdsField(forms.Field):
         if not all(str(item).isdigit() for item in values):
             raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
         return sorted({int(item) for item in values})
+
+
+class MemoryIdsForm(forms.Form):
+    ids = MemoryIdsField()
+    reason = forms.CharField(
+        required=False, max_length=REASON_MAX_CHARS, strip=True, label="Reason (optional)"
+    )
 
 
 class BulkActionForm(forms.Form):

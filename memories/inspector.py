@@ -23,16 +23,20 @@ from retrieval.constants import (
     BM25_B,
     BM25_K1,
     BM25_TOP,
-    DECAY_HALF_LIFE_DAYS,
+    CURRENT_STATE_HALF_LIFE_DAYS,
     FRESHNESS_WEIGHT,
     LEG_LIMIT,
-    LEG_WEIGHTS,
     LEGS,
-    MIN_SCORE,
+    PROFILES,
     RELEVANCE_WEIGHT,
     RERANK_TOP,
-    RRF_K,
+    RRF,
+    SUPERSEDE_SIMILARITY,
+    SUPERSEDE_TOP,
+    SUPERSEDED_FACTOR,
     TYPE_PROFILES,
+    ZSCORE_MIN_REFERENCE,
+    FusionProfile,
 )
 from retrieval.fusion import reference_time
 from retrieval.legs import entity_candidates
@@ -43,7 +47,20 @@ from retrieval.tokens import count_tokens
 
 # Parts of ScoredMemory.parts that the sentence and the steps explain; any other
 # is listed as it is.
-FUSION_PARTS = {"ranks", "rrf", "decay", "weight", "final"}
+FUSION_PARTS = {
+    "ranks",
+    "rrf",
+    "z",
+    "contributions",
+    "gate",
+    "similarity",
+    "relevance",
+    "decay",
+    "weight",
+    "superseded_by_newer",
+    "current_state",
+    "final",
+}
 FRESHNESS_PARTS = {
     "bm25",
     "cosine",
@@ -109,38 +126,58 @@ def _stack(pieces: Iterable[tuple[str, float, str]]) -> list[Segment]:
     return segments
 
 
-def _leg_share(leg: str, rank: int) -> float:
-    return LEG_WEIGHTS.get(leg, 1.0) / (RRF_K + rank)
+def _leg_share(leg: str, rank: int, profile: FusionProfile) -> float:
+    """A leg's part of the score under reciprocal rank fusion: weight ÷ (k + rank)."""
+    return profile.leg_weights.get(leg, 1.0) / (profile.rrf_k + rank)
+
+
+def _leg_parts(parts: dict[str, Any], profile: FusionProfile) -> dict[str, float]:
+    """Each leg's part of a memory's relevance, as recall reported it (or RRF's shares)."""
+    contributions = parts.get("contributions")
+    if isinstance(contributions, dict):
+        return {leg: _number(value) for leg, value in contributions.items()}
+    ranks = parts.get("ranks") or {}
+    return {leg: _leg_share(leg, rank, profile) for leg, rank in ranks.items()}
 
 
 def _ordered_legs(ranks: dict[str, int]) -> list[str]:
     return [leg for leg in LEGS if leg in ranks] + sorted(set(ranks) - set(LEGS))
 
 
-def _fusion_bars(items: Sequence[ScoredMemory]) -> list[list[Bar]]:
-    top_rrf = _top(items, "rrf")
+def _age_factor(parts: dict[str, Any]) -> float:
+    """Everything time did to a score: decay, and for a current-state question the
+    recency lean and a newer memory about the same subject."""
+    factor = _number(parts.get("decay", 1.0)) * _number(parts.get("current_state", 1.0))
+    if "superseded_by_newer" in parts:
+        factor *= SUPERSEDED_FACTOR
+    return factor
+
+
+def _fusion_bars(items: Sequence[ScoredMemory], profile: FusionProfile) -> list[list[Bar]]:
+    top_relevance = _top(items, "relevance") or _top(items, "rrf")
     top_final = _top(items, "final")
     top_weight = max([1.0, *(_number(item.parts.get("weight")) for item in items)])
     bars = []
     for item in items:
         parts = item.parts
         ranks = parts.get("ranks") or {}
-        rrf_segments = _stack(
+        leg_parts = _leg_parts(parts, profile)
+        relevance_segments = _stack(
             (
                 f"bar-{leg}",
-                _width(_leg_share(leg, ranks[leg]), top_rrf),
-                f"{leg} rank {ranks[leg]}: {LEG_WEIGHTS.get(leg, 1.0):g}/({RRF_K:g}+{ranks[leg]})"
-                f" = {_leg_share(leg, ranks[leg]):.5f}",
+                _width(leg_parts.get(leg), top_relevance),
+                f"{leg} rank {ranks[leg]}: {leg_parts.get(leg, 0.0):.4f}",
             )
             for leg in _ordered_legs(ranks)
         )
+        relevance = parts.get("relevance", parts.get("rrf"))
         bars.append(
             [
-                Bar("RRF", rrf_segments, f"{_number(parts.get('rrf')):.5f}"),
+                Bar("relevance", relevance_segments, f"{_number(relevance):.4f}"),
                 Bar(
-                    "× decay",
-                    _stack([("bar-final", _width(parts.get("decay"), 1.0), "recency decay")]),
-                    f"{_number(parts.get('decay')):.3f}",
+                    "× age",
+                    _stack([("bar-final", _width(_age_factor(parts), 1.0), "what age did")]),
+                    f"{_age_factor(parts):.3f}",
                 ),
                 Bar(
                     "× type",
@@ -150,7 +187,7 @@ def _fusion_bars(items: Sequence[ScoredMemory]) -> list[list[Bar]]:
                 Bar(
                     "= score",
                     _stack([("bar-relevance", _width(parts.get("final"), top_final), "score")]),
-                    f"{_number(parts.get('final')):.5f}",
+                    f"{_number(parts.get('final')):.4f}",
                 ),
             ]
         )
@@ -213,9 +250,14 @@ def _top(items: Sequence[ScoredMemory], part: str) -> float:
     return max((_number(item.parts.get(part)) for item in items), default=0.0)
 
 
-def score_bars(pipeline: str, items: Sequence[ScoredMemory]) -> list[Candidate]:
+def score_bars(
+    pipeline: str, items: Sequence[ScoredMemory], profile: str = "default"
+) -> list[Candidate]:
     """Candidates with their score bars only (no sentence: that needs the database)."""
-    bars = (_fusion_bars if pipeline == "fusion" else _freshness_bars)(items)
+    if pipeline == "fusion":
+        bars = _fusion_bars(items, PROFILES[profile])
+    else:
+        bars = _freshness_bars(items)
     return [Candidate(item, item_bars) for item, item_bars in zip(items, bars, strict=True)]
 
 
@@ -335,29 +377,35 @@ def _age(memory: Memory, as_of: datetime) -> str:
 
 
 def _age_effect(pipeline: str, item: ScoredMemory) -> str:
-    memory = item.memory
+    parts = item.parts
     if pipeline == "fusion":
-        profile = TYPE_PROFILES.get(memory.type)
-        if profile is not None and not profile.decays:
-            return f"{Memory.Type(memory.type).label.lower()}s do not fade"
-        if isinstance(item.parts.get("decay"), int | float):
-            return f"counts {item.parts['decay']:.0%}"
-        return ""
-    if isinstance(item.parts.get("freshness"), int | float):
-        return f"freshness {item.parts['freshness']:.0%}"
+        if "superseded_by_newer" in parts:
+            return f"a newer memory, #{parts['superseded_by_newer']}, says how things stand now"
+        if isinstance(parts.get("current_state"), int | float):
+            return f"counts {_age_factor(parts):.0%}: the message asks how things stand now"
+        if not isinstance(parts.get("decay"), int | float):
+            return ""
+        if parts["decay"] < 1.0:
+            return f"counts {parts['decay']:.0%}"
+        return "its age does not lower it"
+    if isinstance(parts.get("freshness"), int | float):
+        return f"freshness {parts['freshness']:.0%}"
     return ""
 
 
 def _outcome(item: ScoredMemory, packed: int) -> str:
     if item.cut_reason == "below_min_score":
-        return "left out: its score is below the minimum"
+        return "left out: it stood out in no search"
+    if item.cut_reason == "below_relative_cut":
+        return "left out: far below the best match"
     if item.cut_reason == "over_budget":
         return "left out: no room left in the token budget"
     if item.cut_reason:
         return f"left out: {item.cut_reason.replace('_', ' ')}"
+    shortened = ", cut short to fit" if item.shortened is not None else ""
     if item.position is not None:
-        return f"in the block at position {item.position + 1} of {packed}"
-    return "in the block"
+        return f"in the block at position {item.position + 1} of {packed}{shortened}"
+    return "in the block" + shortened
 
 
 def sentence(
@@ -372,28 +420,58 @@ def sentence(
     return format_html("{}; {}; {}.", _found(pipeline, item, found), age, _outcome(item, packed))
 
 
-def _fusion_steps(item: ScoredMemory) -> list[str]:
+def _fusion_steps(item: ScoredMemory, profile: FusionProfile) -> list[str]:
     parts = item.parts
     ranks = parts.get("ranks") or {}
-    rrf = parts.get("rrf")
-    # The per-leg arithmetic is shown only when the constants reproduce the sum
-    # recall reported (a recall tuned differently is shown by rank alone).
-    shown = isinstance(rrf, int | float) and abs(
-        sum(_leg_share(leg, rank) for leg, rank in ranks.items()) - rrf
-    ) <= 1e-9 * max(1.0, rrf)
     steps = []
-    for leg in _ordered_legs(ranks):
-        rank = ranks[leg]
-        if shown:
-            steps.append(
-                f"{leg} leg: rank {rank} → {LEG_WEIGHTS.get(leg, 1.0):g} ÷ ({RRF_K:g} + {rank})"
-                f" = {_leg_share(leg, rank):.3f}"
-            )
-        else:
-            steps.append(f"{leg} leg: rank {rank}")
-    if FUSION_PARTS - {"ranks"} <= set(parts):
+    if profile.combine == RRF:
+        rrf = parts.get("rrf")
+        # The per-leg arithmetic is shown only when the profile reproduces the sum
+        # recall reported (a recall tuned differently is shown by rank alone).
+        shown = isinstance(rrf, int | float) and abs(
+            sum(_leg_share(leg, rank, profile) for leg, rank in ranks.items()) - rrf
+        ) <= 1e-9 * max(1.0, rrf)
+        for leg in _ordered_legs(ranks):
+            rank = ranks[leg]
+            if shown:
+                weight = profile.leg_weights.get(leg, 1.0)
+                steps.append(
+                    f"{leg} leg: rank {rank} → {weight:g} ÷ ({profile.rrf_k:g} + {rank})"
+                    f" = {_leg_share(leg, rank, profile):.3f}"
+                )
+            else:
+                steps.append(f"{leg} leg: rank {rank}")
+    else:
+        z = parts.get("z") or {}
+        contributions = parts.get("contributions") or {}
+        gate = parts.get("gate")
+        for leg in _ordered_legs(ranks):
+            part = _number(contributions.get(leg))
+            if leg == "entity":
+                steps.append(f"entity leg: rank {ranks[leg]} → + {part:.2f}")
+            elif leg == "text" and isinstance(gate, int | float) and gate < 1.0:
+                steps.append(
+                    f"text leg: rank {ranks[leg]}, stands out by {_number(z.get(leg)):.2f}"
+                    f" × meaning gate {gate:.2f} → {part:.2f}"
+                )
+            else:
+                steps.append(
+                    f"{leg} leg: rank {ranks[leg]}, stands out by {_number(z.get(leg)):.2f}"
+                    f" → {part:.2f}"
+                )
+    if "superseded_by_newer" in parts:
         steps.append(
-            f"{_number(rrf):.3f} × age {_number(parts['decay']):.2f}"
+            f"a newer memory about the same subject (#{parts['superseded_by_newer']}) "
+            f"→ × {SUPERSEDED_FACTOR:g}"
+        )
+    if isinstance(parts.get("current_state"), int | float):
+        steps.append(
+            f"asked how things stand now: newer counts more → × {parts['current_state']:.2f}"
+        )
+    if {"decay", "weight", "final"} <= set(parts):
+        relevance = parts.get("relevance", parts.get("rrf"))
+        steps.append(
+            f"{_number(relevance):.3f} × age {_age_factor(parts):.2f}"
             f" × type {_number(parts['weight']):g} = {_number(parts['final']):.4f}"
         )
     return steps + _other_parts(parts, FUSION_PARTS)
@@ -433,16 +511,18 @@ def _other_parts(parts: dict[str, Any], known: set[str]) -> list[str]:
 def explain(result: RecallResult) -> list[Candidate]:
     """Every candidate of a recall (packed first, then what was cut), explained."""
     items = [*result.memories, *result.cut]
-    candidates = score_bars(result.pipeline, items)
+    candidates = score_bars(result.pipeline, items, result.profile)
     found = evidence(result.query, [item.memory for item in items])
-    steps = _fusion_steps if result.pipeline == "fusion" else _freshness_steps
+    profile = PROFILES[result.profile]
     packed = len(result.memories)
     for candidate in candidates:
         item = candidate.item
         candidate.sentence = sentence(
             result.pipeline, item, found[item.memory.pk], result.as_of, packed
         )
-        candidate.steps = steps(item)
+        candidate.steps = (
+            _fusion_steps(item, profile) if result.pipeline == "fusion" else _freshness_steps(item)
+        )
     return candidates
 
 
@@ -463,33 +543,101 @@ def _type_list(value) -> str:
     )
 
 
-def legend(pipeline: str) -> list[LegendEntry]:
+def legend(pipeline: str, profile_name: str = "default") -> list[LegendEntry]:
     """How the pipeline scores, with the numbers in force (read from retrieval.constants)."""
     if pipeline == "fusion":
-        steady = [
-            Memory.Type(t).label.lower() + "s" for t, p in TYPE_PROFILES.items() if not p.decays
-        ]
-        weights = ", ".join(f"{leg} {LEG_WEIGHTS.get(leg, 1.0):g}" for leg in LEGS)
-        return [
+        profile = PROFILES[profile_name]
+        legs = LegendEntry(
+            "Legs",
+            f"Each leg ranks up to {LEG_LIMIT} memories: vector by meaning (embeddings), "
+            "text by shared words (BM25"
+            + (", ts_rank under this profile" if profile.text_ranker == "ts_rank" else "")
+            + "), entity by the names the message mentions.",
+        )
+        if profile.combine == RRF:
+            weights = ", ".join(f"{leg} {profile.leg_weights.get(leg, 1.0):g}" for leg in LEGS)
+            half_life = profile.decay_half_life_days
+            return [
+                LegendEntry("Profile", f"“{profile.name}”: seed 000's configuration."),
+                legs,
+                LegendEntry(
+                    "Score",
+                    f"k = {profile.rrf_k:g}; leg weights: {weights}.",
+                    "Σ leg weight ÷ (k + rank) × age × type weight",
+                ),
+                LegendEntry(
+                    "Age",
+                    f"Halves every {half_life:g} days since the memory was last confirmed.",
+                    f"0.5 ^ (days ÷ {half_life:g})",
+                ),
+                LegendEntry(
+                    "Type weight", _type_list(lambda type_profile: f"{type_profile.weight:g}") + "."
+                ),
+                LegendEntry("Cut", f"A score below {profile.min_score:g} is left out."),
+            ]
+        low, high = profile.semantic_gate or (0.0, 0.0)
+        entries = [
+            LegendEntry("Profile", f"“{profile.name}”: measured best on every dev set."),
+            legs,
             LegendEntry(
-                "Legs",
-                f"Each leg ranks up to {LEG_LIMIT} memories: vector by meaning (embeddings), "
-                "text by shared words (BM25), entity by the names the message mentions.",
+                "Stands out",
+                "Each leg's scores become z-scores over its own list (how far above the "
+                f"list's mean, in spreads; a list shorter than {ZSCORE_MIN_REFERENCE} "
+                "counts the missing places as 0); below the mean counts 0.",
+                "z = (score − mean) ÷ spread",
             ),
             LegendEntry(
                 "Score",
-                f"k = {RRF_K:g}; leg weights: {weights}.",
-                "Σ leg weight ÷ (k + rank) × age × type weight",
+                f"vector z × {profile.leg_weights.get('vector', 1.0):g} + text z × "
+                f"{profile.leg_weights.get('text', 1.0):g} × meaning gate + "
+                f"{profile.leg_weights.get('entity', 1.0):g} when a name matches.",
+                "Σ leg parts × age",
             ),
+        ]
+        if profile.semantic_gate is not None:
+            entries.append(
+                LegendEntry(
+                    "Meaning gate",
+                    "A word match counts fully when the memory's meaning is close to the "
+                    f"message's (similarity {high:g} or more) and not at all below {low:g}.",
+                    f"clip((similarity − {low:g}) ÷ {high - low:g}, 0, 1)",
+                )
+            )
+        entries.append(
             LegendEntry(
                 "Age",
-                f"Halves every {DECAY_HALF_LIFE_DAYS:g} days since the memory was last confirmed"
-                + (f"; {' and '.join(steady)} do not fade." if steady else "."),
-                f"0.5 ^ (days ÷ {DECAY_HALF_LIFE_DAYS:g})",
-            ),
-            LegendEntry("Type weight", _type_list(lambda profile: f"{profile.weight:g}") + "."),
-            LegendEntry("Cut", f"A score below {MIN_SCORE:.4f} is left out."),
-        ]
+                "Age alone lowers nothing: an old fact nobody contradicted is still true."
+                + (
+                    " When the message asks how things stand now, a fact or preference "
+                    f"among the best {SUPERSEDE_TOP} with a newer memory about the same "
+                    f"subject (similarity {SUPERSEDE_SIMILARITY:g}+) counts "
+                    f"× {SUPERSEDED_FACTOR:g}, and newer memories count more."
+                    if profile.current_state
+                    else ""
+                ),
+                f"0.5 ^ (days since written ÷ {CURRENT_STATE_HALF_LIFE_DAYS:g})"
+                if profile.current_state
+                else "",
+            )
+        )
+        entries.append(
+            LegendEntry(
+                "Cut",
+                f"A score of {profile.min_score:g} is left out"
+                + (
+                    f", and so is anything under {profile.relative_cut:.0%} of the best"
+                    if profile.relative_cut
+                    else ""
+                )
+                + (
+                    f"; no memory takes more than {profile.max_item_share:.0%} of the budget "
+                    "(a longer one is cut short)."
+                    if profile.max_item_share
+                    else "."
+                ),
+            )
+        )
+        return entries
     return [
         LegendEntry(
             "1. BM25",

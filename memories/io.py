@@ -28,7 +28,14 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from tqdm import tqdm
 
-from memories.models import REDACTED_CONTENT, Memory, MemoryEvent, normalize_entities
+from memories.models import (
+    REDACTED_CONTENT,
+    Memory,
+    MemoryEvent,
+    has_visible_text,
+    normalize_entities,
+)
+from retrieval.entities import EntityFinder, owner_entity_keys
 
 # Rows per progress step on import, and per fetch on export.
 BATCH_SIZE = 2000
@@ -135,6 +142,8 @@ def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str
     content = record.get("content")
     if not isinstance(content, str) or not content.strip():
         raise BadLine("missing content")
+    if not has_visible_text(content):
+        raise BadLine("content has no visible text (only spaces or invisible characters)")
     if len(content) > settings.MAX_CONTENT_CHARS:
         raise BadLine(
             f"content is {len(content)} characters long; at most "
@@ -235,10 +244,12 @@ def _label(record: dict, name: str) -> int | str | None:
     return value
 
 
-def _entities(record: dict) -> list[str]:
+def _entities(record: dict) -> list[str] | None:
+    """The line's entities; None when it has no ``entities`` key (the store then
+    finds them in the text), so an export's ``[]`` imports as no entities."""
     value = record.get("entities")
     if value is None:
-        return []
+        return None
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise BadLine("entities must be a list of strings")
     return normalize_entities(value)
@@ -436,6 +447,12 @@ def _insert(
     statement-level trigger (retrieval/migrations/0003).
     """
     reason = f"imported from {source_name}" if source_name else "imported"
+    # Lines without entities get what the store finds in their text, as any
+    # memory written without them does: names the owner's memories or this
+    # file already carry, and proper nouns (retrieval/entities.py).
+    finder = EntityFinder(known=owner_entity_keys(owner.pk))
+    for item in good:
+        finder.learn(item.fields["entity_refs"] or ())
     with transaction.atomic(), connection.cursor() as cursor:
         # In file order, so an export lists the memories in the order they came.
         ids = sorted(_reserve_ids(cursor, len(good)))
@@ -445,6 +462,10 @@ def _insert(
         with cursor.cursor.copy(_copy_sql(Memory, MEMORY_COLUMNS)) as copy:
             for written, item in enumerate(in_order, start=1):
                 fields = item.fields
+                entities = fields["entity_refs"]
+                if entities is None:
+                    entities = finder.find(fields["content"])
+                    finder.learn(entities)
                 copy.write_row(
                     (
                         pk_of[item.line],
@@ -452,7 +473,7 @@ def _insert(
                         fields["type"],
                         fields["content"],
                         fields["status"],
-                        fields["entity_refs"],
+                        entities,
                         _vector_literal(fields["embedding"]),
                         fields["confidence"],
                         fields["source"],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -46,6 +47,37 @@ class MemoryIsPermanent(Exception):
         super().__init__("Memories are never deleted: reject, archive or supersede them instead.")
 
 
+# What draws nothing on a page: spaces and line breaks, controls, format
+# characters (zero-width, bidi, tag characters U+E0000-E007F), unassigned and
+# private code points, lone marks, and the letters that render blank.
+INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Mn", "Me", "Zs", "Zl", "Zp"})
+BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def has_visible_text(text: str) -> bool:
+    return any(
+        not char.isspace()
+        and char not in BLANK_LETTERS
+        and unicodedata.category(char) not in INVISIBLE_CATEGORIES
+        for char in text
+    )
+
+
+class BlankContent(ValueError):
+    """Content with nothing a reader can see: it would be a memory that looks empty."""
+
+    message = "Content must have visible text, not only spaces or invisible characters."
+
+    def __init__(self) -> None:
+        super().__init__(self.message)
+
+
+def check_content(content: str) -> str:
+    if not has_visible_text(content):
+        raise BlankContent
+    return content
+
+
 class IllegalTransition(Exception):
     """A state change that the memory's current status does not allow."""
 
@@ -79,6 +111,16 @@ class MemoryQuerySet(models.QuerySet):
 
     def active(self) -> MemoryQuerySet:
         return self.filter(status=Memory.Status.ACTIVE)
+
+    def active_at(self, moment: datetime) -> MemoryQuerySet:
+        """The versions that were active at ``moment``: confirmed by then and not yet
+        superseded, archived (or anything else) — what a replay of the past sees."""
+        # A redacted version said nothing, then or now.
+        return (
+            self.filter(active_since__lte=moment)
+            .filter(Q(active_until__isnull=True) | Q(active_until__gt=moment))
+            .exclude(status=Memory.Status.REDACTED)
+        )
 
     def pending(self) -> MemoryQuerySet:
         return self.filter(status=Memory.Status.PROPOSED).order_by("created_at", "id")
@@ -142,6 +184,8 @@ class MemoryType(models.TextChoices):
 class MemoryStatus(models.TextChoices):
     """proposed → active | rejected; active → superseded | archived.
 
+    A rejected proposal can be restored to the queue (rejected → proposed).
+
     A proposal can also be superseded directly (edit-then-confirm): the
     edited text becomes the active version and the proposal stays in its
     chain.
@@ -191,6 +235,12 @@ class Memory(models.Model):
     # Moves only on explicit promotion or re-confirmation, never on retrieval.
     last_confirmed_at = models.DateTimeField(null=True, blank=True)
     last_retrieved_at = models.DateTimeField(null=True, blank=True)
+    # This version's lifetime as an active memory: from its confirmation (or
+    # creation, when written active) until it was superseded or archived. Kept
+    # by a trigger (migration 0006) whatever writes; a proposal that was never
+    # confirmed has neither. Replays of the past (``as_of``) read it.
+    active_since = models.DateTimeField(null=True, blank=True, editable=False)
+    active_until = models.DateTimeField(null=True, blank=True, editable=False)
     # The row that replaced this one. A merge supersedes several rows with one,
     # so this is many-to-one; a chain has exactly one head (superseded_by is null).
     superseded_by = models.ForeignKey(
@@ -341,8 +391,27 @@ class Memory(models.Model):
         actor=None,
         via: str = "api",
         reason: str = "",
+        replaces: Memory | None = None,
     ) -> Memory:
-        """The owner's explicit fact: active at once, full confidence."""
+        """The owner's explicit fact: active at once, full confidence.
+
+        With ``replaces`` (an active memory the fact repeats or updates), the
+        fact is written as that memory's new version rather than beside it.
+        """
+        if replaces is not None:
+            if replaces.owner_id != owner.pk:
+                raise ValueError("A memory can only replace one of the same owner.")
+            return replaces.supersede(
+                content,
+                type=type,
+                entities=entities,
+                confidence=1.0,
+                source=cls.Source.REMEMBER,
+                session_id=session_id,
+                actor=actor,
+                via=via,
+                reason=reason,
+            )
         return cls._create(
             owner,
             content,
@@ -377,6 +446,7 @@ class Memory(models.Model):
         reason: str,
         action: str,
     ) -> Memory:
+        check_content(content)
         now = timezone.now()
         with transaction.atomic():
             memory = cls.objects.create(
@@ -384,7 +454,7 @@ class Memory(models.Model):
                 type=type,
                 content=content,
                 status=status,
-                entity_refs=normalize_entities(entities),
+                entity_refs=normalize_entities(entities) or _found_entities(owner.pk, content),
                 confidence=confidence,
                 source=source,
                 session_id=session_id,
@@ -425,17 +495,28 @@ class Memory(models.Model):
                 raise IllegalTransition(row, action)
             # The locked row's status, not this instance's: it may be stale.
             previous_status = row.status
+            now = timezone.now()
             row.status = to_status
             fields = ["status"]
             if confirm:
-                row.last_confirmed_at = timezone.now()
+                row.last_confirmed_at = now
                 fields.append("last_confirmed_at")
+            fields += _lifetime_change(row, previous_status, to_status, now)
             row.save(update_fields=fields)
             row.log(event, actor=actor, via=via, reason=reason, data={"from": previous_status})
         return self._refresh_from(row)
 
-    def confirm(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
-        """proposed → active; stamps last_confirmed_at."""
+    def confirm(
+        self, *, actor=None, via: str = "api", reason: str = "", replaces: Memory | None = None
+    ) -> Memory:
+        """proposed → active; stamps last_confirmed_at.
+
+        With ``replaces`` (an active memory of the same owner), the proposal is
+        confirmed as that memory's new version, in one transaction: the old
+        one becomes superseded and points to this one.
+        """
+        if replaces is not None:
+            return self._confirm_replacing(replaces, actor=actor, via=via, reason=reason)
         return self._change_status(
             "confirm",
             [Memory.Status.PROPOSED],
@@ -445,6 +526,99 @@ class Memory(models.Model):
             reason=reason,
             event=MemoryEvent.Action.CONFIRMED,
             confirm=True,
+        )
+
+    def _confirm_replacing(self, old: Memory, *, actor, via: str, reason: str) -> Memory:
+        if old.pk == self.pk:
+            raise ValueError("A memory cannot replace itself.")
+        with transaction.atomic():
+            # Lock both in id order, so two confirmations cannot deadlock.
+            rows = {
+                row.pk: row
+                for row in Memory.objects.select_for_update()
+                .filter(pk__in=[self.pk, old.pk])
+                .order_by("pk")
+            }
+            proposal, replaced = rows[self.pk], rows[old.pk]
+            if proposal.owner_id != replaced.owner_id:
+                raise ValueError("A memory can only replace one of the same owner.")
+            if proposal.status != Memory.Status.PROPOSED:
+                raise IllegalTransition(proposal, "confirm")
+            if replaced.status != Memory.Status.ACTIVE:
+                raise IllegalTransition(replaced, "replace", "only an active memory is replaced")
+            now = timezone.now()
+            proposal.status = Memory.Status.ACTIVE
+            proposal.last_confirmed_at = now
+            proposal.save(update_fields=["status", "last_confirmed_at"])
+            replaced.status = Memory.Status.SUPERSEDED
+            replaced.superseded_by = proposal
+            replaced.save(update_fields=["status", "superseded_by"])
+            proposal.log(
+                MemoryEvent.Action.CONFIRMED,
+                actor=actor,
+                via=via,
+                reason=reason,
+                data={"from": Memory.Status.PROPOSED, "replaces": replaced.pk},
+            )
+            replaced.log(
+                MemoryEvent.Action.SUPERSEDED,
+                actor=actor,
+                via=via,
+                reason=reason,
+                data={"from": Memory.Status.ACTIVE, "successor": proposal.pk},
+            )
+        old._refresh_from(replaced)
+        return self._refresh_from(proposal)
+
+    def confirm_edited(
+        self,
+        content: str,
+        *,
+        type: str | None = None,
+        entities: Iterable[str] | None = None,
+        actor=None,
+        via: str = "page",
+        reason: str = "",
+    ) -> Memory:
+        """Edit-then-confirm: the owner's text becomes the active version.
+
+        Written by the owner, it carries the owner's confidence (1.0) and
+        source (remember), not the assistant's; the proposal stays in its
+        chain. Returns the new head.
+        """
+        with transaction.atomic():
+            row = self._locked()
+            if row.status != Memory.Status.PROPOSED:
+                raise IllegalTransition(row, "confirm")
+            new = self.supersede(
+                content,
+                type=type,
+                entities=entities,
+                confidence=1.0,
+                source=Memory.Source.REMEMBER,
+                actor=actor,
+                via=via,
+                reason=reason,
+            )
+            new.log(
+                MemoryEvent.Action.CONFIRMED,
+                actor=actor,
+                via=via,
+                reason=reason,
+                data={"from": Memory.Status.PROPOSED, "edited": self.pk},
+            )
+        return new
+
+    def restore(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
+        """rejected → proposed: back in the confirmation queue, on the record."""
+        return self._change_status(
+            "restore",
+            [Memory.Status.REJECTED],
+            Memory.Status.PROPOSED,
+            actor=actor,
+            via=via,
+            reason=reason,
+            event=MemoryEvent.Action.RESTORED,
         )
 
     def reconfirm(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
@@ -492,6 +666,7 @@ class Memory(models.Model):
         entities: Iterable[str] | None = None,
         confidence: float | None = None,
         source: str | None = None,
+        session_id: str | None = None,
         actor=None,
         via: str = "api",
         reason: str = "",
@@ -501,6 +676,8 @@ class Memory(models.Model):
         Allowed from active, and from proposed (edit-then-confirm). Returns the
         new head.
         """
+        if content is not None:
+            check_content(content)
         with transaction.atomic():
             old = self._locked()
             if old.status not in (Memory.Status.ACTIVE, Memory.Status.PROPOSED):
@@ -511,10 +688,10 @@ class Memory(models.Model):
                 type=type or old.type,
                 content=old.content if content is None else content,
                 status=Memory.Status.ACTIVE,
-                entity_refs=normalize_entities(old.entity_refs if entities is None else entities),
+                entity_refs=_successor_entities(old, content, entities),
                 confidence=old.confidence if confidence is None else confidence,
                 source=source or old.source,
-                session_id=old.session_id,
+                session_id=old.session_id if session_id is None else session_id,
                 metadata=old.metadata,
                 created_at=now,
                 last_confirmed_at=now,
@@ -522,7 +699,8 @@ class Memory(models.Model):
             previous_status = old.status
             old.status = Memory.Status.SUPERSEDED
             old.superseded_by = new
-            old.save(update_fields=["status", "superseded_by"])
+            lifetime = _lifetime_change(old, previous_status, old.status, now)
+            old.save(update_fields=["status", "superseded_by", *lifetime])
             old.log(
                 MemoryEvent.Action.SUPERSEDED,
                 actor=actor,
@@ -558,6 +736,7 @@ class Memory(models.Model):
         Entity refs are the union, confidence the maximum, ``last_confirmed_at``
         the latest of the members'. All or nothing.
         """
+        check_content(content)
         ids = sorted({m.pk if isinstance(m, Memory) else int(m) for m in memories})
         if len(ids) < 2:
             raise ValueError("A merge needs at least two memories.")
@@ -596,7 +775,8 @@ class Memory(models.Model):
             for row in rows:
                 row.status = cls.Status.SUPERSEDED
                 row.superseded_by = new
-                row.save(update_fields=["status", "superseded_by"])
+                lifetime = _lifetime_change(row, cls.Status.ACTIVE, row.status, now)
+                row.save(update_fields=["status", "superseded_by", *lifetime])
                 row.log(
                     MemoryEvent.Action.SUPERSEDED,
                     actor=actor,
@@ -757,6 +937,42 @@ def normalize_entities(entities: Iterable[str]) -> list[str]:
     return result
 
 
+def _lifetime_change(row: Memory, previous: str, status: str, now: datetime) -> list[str]:
+    """Open or close the row's lifetime as an active memory; the fields changed.
+
+    The database trigger (migration 0006) does the same for any other writer;
+    set here, the moments match the events and the next version's creation.
+    """
+    if status == Memory.Status.ACTIVE and previous != Memory.Status.ACTIVE:
+        row.active_since, row.active_until = now, None
+        return ["active_since", "active_until"]
+    if previous == Memory.Status.ACTIVE and status != Memory.Status.ACTIVE:
+        row.active_until = now
+        return ["active_until"]
+    return []
+
+
+def _found_entities(owner_id: int, content: str) -> list[str]:
+    """Entities for a memory written without any (retrieval/entities.py)."""
+    from retrieval.entities import entities_for
+
+    return entities_for(owner_id, content)
+
+
+def _successor_entities(
+    old: Memory, content: str | None, entities: Iterable[str] | None
+) -> list[str]:
+    """A new version's entities: the ones given; else the old ones while the
+    text stays the same; else what the new text names."""
+    if entities is not None:
+        given = normalize_entities(entities)
+        if given or content is None:
+            return given
+    if content is None or content == old.content:
+        return normalize_entities(old.entity_refs)
+    return _found_entities(old.owner_id, content)
+
+
 def _after_write(memory_id: int) -> None:
     """Hand a freshly written memory to the background embedder, if there is one."""
     from memories import signals
@@ -779,6 +995,7 @@ class MemoryEvent(models.Model):
         CONFIRMED = "confirmed", "Confirmed"
         RECONFIRMED = "reconfirmed", "Re-confirmed"
         REJECTED = "rejected", "Rejected"
+        RESTORED = "restored", "Restored to the queue"
         ARCHIVED = "archived", "Archived"
         SUPERSEDED = "superseded", "Superseded"
         VERSION = "version", "New version"

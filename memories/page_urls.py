@@ -15,6 +15,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("queue/", views.queue, name="queue"),
     path("queue/bulk/", views.bulk, name="queue-bulk"),
+    path("queue/restore/", views.restore, name="queue-restore"),
     path("memories/", views.memory_list, name="memory-list"),
     path("memories/new/", views.memory_add, name="memory-add"),
     path("memories/<int:pk>/", views.memory_detail, name="memory-detail"),

@@ -61,12 +61,18 @@ def extract_conversation(owner_id: int, session_id: str, phase: str, turns: list
     owner = get_user_model().objects.get(pk=owner_id)
     parsed = [extraction.Turn(t["role"], t["content"], t.get("at")) for t in turns]
     try:
-        written = extraction.extract(owner, session_id, phase, parsed)
+        result = extraction.extract(owner, session_id, phase, parsed)
     except llm.LLMError as error:
         logger.warning("Extraction for session %s (%s) failed: %s", session_id, phase, error)
         return 0
-    logger.info("Extraction for session %s (%s) proposed %d", session_id, phase, len(written))
-    return len(written)
+    logger.info(
+        "Extraction for session %s (%s) proposed %d, skipped %d already held",
+        session_id,
+        phase,
+        len(result.written),
+        len(result.skipped),
+    )
+    return len(result.written)
 
 
 def consolidate_daily() -> str:

@@ -23,6 +23,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.text import Truncator
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memories.diff import DiffPiece, word_diff
@@ -33,6 +34,7 @@ from memories.forms import (
     MemoryAddForm,
     MemoryEditForm,
     MemoryFilterForm,
+    MemoryIdsForm,
     ReasonForm,
     RedactForm,
     TokenForm,
@@ -40,12 +42,15 @@ from memories.forms import (
 from memories.inspector import block_cost, explain, legend
 from memories.models import ApiToken, IllegalTransition, Memory, MemoryEvent, RedactionRefused
 from memories.provenance import provenance
+from memories.related import DUPLICATE, QUERY_FAILED, related_for_memories
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
 
 VIA = "page"
 PAGE_SIZE = 25
-QUEUE_PAGE_SIZE = 50
+# Each proposal on a page is compared with the owner's memories (one statement
+# for the page, docs/review.md "Time"): 20 keep the page quick.
+QUEUE_PAGE_SIZE = 20
 LATEST_EVENTS = 12
 # How many of each leg's hits the inspector lists.
 LEG_PREVIEW = 10
@@ -86,9 +91,10 @@ def _quote(memory: Memory) -> str:
     return f"“{Truncator(memory.content).chars(60)}”"
 
 
-def _safe_next(request: HttpRequest) -> str:
-    """The ``next`` page of a form, if it is one of ours; '' otherwise."""
-    target = request.POST.get("next", "") or request.GET.get("next", "")
+def _safe_next(request: HttpRequest, target: str | None = None) -> str:
+    """``target`` (by default the form's ``next``) if it is an address on this site, else ''."""
+    if target is None:
+        target = request.POST.get("next", "") or request.GET.get("next", "")
     if target and url_has_allowed_host_and_scheme(
         target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
@@ -96,9 +102,12 @@ def _safe_next(request: HttpRequest) -> str:
     return ""
 
 
-def _back(request: HttpRequest, default: str) -> HttpResponse:
+def _back(request: HttpRequest, default: str, **kwargs) -> HttpResponse:
     """Redirect to the page the form came from, if it is one of ours."""
-    return redirect(_safe_next(request) or default)
+    target = _safe_next(request)
+    if target:
+        return redirect(target)
+    return redirect(default, **kwargs)
 
 
 # --- home ----------------------------------------------------------------------
@@ -156,6 +165,54 @@ def home(request: HttpRequest) -> HttpResponse:
 
 # --- confirmation queue ----------------------------------------------------------
 
+# Session key holding the ids of the memories just rejected, so the next queue
+# page offers to undo it.
+UNDO_SESSION_KEY = "timothy_queue_undo"
+# Rejected memories the queue page offers to restore.
+RECENTLY_REJECTED = 5
+
+
+@dataclass
+class RelatedView:
+    memory: Memory
+    relation: str
+    score: float
+    # The words that turn the related memory into the proposal.
+    diff: list[DiffPiece]
+
+    @property
+    def is_duplicate(self) -> bool:
+        return self.relation == DUPLICATE
+
+
+@dataclass
+class QueueItem:
+    memory: Memory
+    related: list[RelatedView]
+    degraded: str
+
+
+def _queue_items(owner, proposals: list[Memory]) -> list[QueueItem]:
+    results = related_for_memories(owner, proposals)
+    items = []
+    for memory in proposals:
+        result = results.get(memory.pk)
+        related = [
+            RelatedView(
+                item.memory,
+                item.relation,
+                item.score,
+                word_diff(item.memory.content, memory.content),
+            )
+            for item in (result.related if result else [])
+        ]
+        items.append(QueueItem(memory, related, result.degraded if result else ""))
+    return items
+
+
+def _remember_undo(request: HttpRequest, memories: list[Memory]) -> None:
+    request.session[UNDO_SESSION_KEY] = [memory.pk for memory in memories]
+
 
 @login_required
 @owner_time_zone
@@ -163,11 +220,48 @@ def home(request: HttpRequest) -> HttpResponse:
 def queue(request: HttpRequest) -> HttpResponse:
     pending = Memory.objects.for_owner(request.user).pending()
     page = Paginator(pending, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
+    undo_ids = request.session.pop(UNDO_SESSION_KEY, [])
+    undo = list(
+        Memory.objects.for_owner(request.user).filter(
+            pk__in=undo_ids, status=Memory.Status.REJECTED
+        )
+    )
+    rejected_events = (
+        MemoryEvent.objects.filter(
+            owner=request.user,
+            action=MemoryEvent.Action.REJECTED,
+            memory__status=Memory.Status.REJECTED,
+        )
+        .select_related("memory")
+        .order_by("-at", "-id")
+    )
+    recently_rejected: list[Memory] = []
+    for event in rejected_events[: RECENTLY_REJECTED * 3]:
+        if event.memory not in recently_rejected:
+            recently_rejected.append(event.memory)
     return render(
         request,
         "memories/queue.html",
-        {"page": page, "proposals": page.object_list, "reason_form": ReasonForm()},
+        {
+            "page": page,
+            "proposals": page.object_list,
+            "items": _queue_items(request.user, list(page.object_list)),
+            "reason_form": ReasonForm(),
+            "undo": undo,
+            "recently_rejected": recently_rejected[:RECENTLY_REJECTED],
+            "query_failed": QUERY_FAILED,
+        },
     )
+
+
+def _replaced(request: HttpRequest) -> Memory | None:
+    """The memory named by a ``replaces`` / ``duplicate_of`` field: the owner's, else 404."""
+    raw = request.POST.get("replaces") or request.POST.get("duplicate_of") or ""
+    if not raw:
+        return None
+    if not raw.isdigit():
+        get_object_or_404(Memory.objects.none())
+    return _owned(request, int(raw))
 
 
 @login_required
@@ -175,14 +269,20 @@ def queue(request: HttpRequest) -> HttpResponse:
 @require_POST
 def confirm(request: HttpRequest, pk: int) -> HttpResponse:
     memory = _owned(request, pk)
+    replaces = _replaced(request)
     form = ReasonForm(request.POST)
     reason = form.cleaned_data["reason"] if form.is_valid() else ""
     try:
-        memory.confirm(actor=request.user, via=VIA, reason=reason)
+        memory.confirm(actor=request.user, via=VIA, reason=reason, replaces=replaces)
     except IllegalTransition as error:
         messages.error(request, error.message)
     else:
-        messages.success(request, f"Confirmed {_quote(memory)}")
+        if replaces is None:
+            messages.success(request, f"Confirmed {_quote(memory)}")
+        else:
+            messages.success(
+                request, f"Confirmed {_quote(memory)} as the new version of #{replaces.pk}"
+            )
     return _back(request, "queue")
 
 
@@ -191,16 +291,28 @@ def confirm(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def reject(request: HttpRequest, pk: int) -> HttpResponse:
     memory = _owned(request, pk)
+    duplicate_of = _replaced(request)
     form = ReasonForm(request.POST)
     if not form.is_valid():
         messages.error(request, f"The reason is too long ({REASON_MAX_CHARS} characters at most).")
         return _back(request, "queue")
+    reason = form.cleaned_data["reason"]
+    if duplicate_of is not None:
+        reason = f"Duplicate of memory {duplicate_of.pk} {_quote(duplicate_of)}" + (
+            f": {reason}" if reason else ""
+        )
     try:
-        memory.reject(actor=request.user, via=VIA, reason=form.cleaned_data["reason"])
+        memory.reject(actor=request.user, via=VIA, reason=reason)
     except IllegalTransition as error:
         messages.error(request, error.message)
     else:
-        messages.success(request, f"Rejected {_quote(memory)}")
+        _remember_undo(request, [memory])
+        if duplicate_of is None:
+            messages.success(request, f"Rejected {_quote(memory)}")
+        else:
+            messages.success(
+                request, f"Rejected {_quote(memory)} as a duplicate of #{duplicate_of.pk}"
+            )
     return _back(request, "queue")
 
 
@@ -221,7 +333,14 @@ def bulk(request: HttpRequest) -> HttpResponse:
         get_object_or_404(Memory.objects.none())
     action = form.cleaned_data["action"]
     reason = form.cleaned_data["reason"]
-    done, failures = 0, []
+    if action == "reject" and request.POST.get("confirmed") != "yes":
+        # Rejecting several at once asks first (the page script asks in a dialog).
+        return render(
+            request,
+            "memories/queue_bulk_reject.html",
+            {"memories": memories, "reason": reason},
+        )
+    done, failures = [], []
     for memory in memories:
         try:
             if action == "confirm":
@@ -231,13 +350,46 @@ def bulk(request: HttpRequest) -> HttpResponse:
         except IllegalTransition as error:
             failures.append(error.message)
         else:
-            done += 1
+            done.append(memory)
     past = "Confirmed" if action == "confirm" else "Rejected"
     if done:
-        messages.success(request, f"{past} {done} {'memory' if done == 1 else 'memories'}.")
+        count = len(done)
+        messages.success(request, f"{past} {count} {'memory' if count == 1 else 'memories'}.")
+        if action == "reject":
+            _remember_undo(request, done)
     for failure in failures:
         messages.error(request, failure)
     return redirect("queue")
+
+
+@login_required
+@owner_time_zone
+@require_POST
+def restore(request: HttpRequest) -> HttpResponse:
+    """Put rejected memories back in the queue (undo, or a later change of mind)."""
+    form = MemoryIdsForm(request.POST)
+    if not form.is_valid():
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, error)
+        return _back(request, "queue")
+    ids = set(form.cleaned_data["ids"])
+    memories = list(Memory.objects.for_owner(request.user).filter(pk__in=ids).order_by("pk"))
+    if len(memories) != len(ids):
+        get_object_or_404(Memory.objects.none())
+    restored = []
+    for memory in memories:
+        try:
+            memory.restore(actor=request.user, via=VIA, reason=form.cleaned_data["reason"])
+        except IllegalTransition as error:
+            messages.error(request, error.message)
+        else:
+            restored.append(memory)
+    if len(restored) == 1:
+        messages.success(request, f"Restored {_quote(restored[0])} to the queue.")
+    elif restored:
+        messages.success(request, f"Restored {len(restored)} memories to the queue.")
+    return _back(request, "queue")
 
 
 # --- memory browser ----------------------------------------------------------------
@@ -425,12 +577,14 @@ def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
             request, f"Memory {memory.pk} is {memory.status}: only the current version is edited."
         )
         return redirect("memory-detail", pk=memory.pk)
+    back = _safe_next(request, request.GET.get("next") or request.POST.get("next", ""))
+    context = {"memory": memory, "next": back}
     if request.method == "GET":
         form = MemoryEditForm.for_memory(memory)
-        return render(request, "memories/memory_edit.html", {"memory": memory, "form": form})
+        return render(request, "memories/memory_edit.html", context | {"form": form})
     form = MemoryEditForm(request.POST)
     if not form.is_valid():
-        return render(request, "memories/memory_edit.html", {"memory": memory, "form": form})
+        return render(request, "memories/memory_edit.html", context | {"form": form})
     data = form.cleaned_data
     unchanged = (
         data["content"] == memory.content
@@ -444,9 +598,10 @@ def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
         if unchanged:
             memory.confirm(actor=request.user, via=VIA, reason=data["reason"])
             messages.success(request, f"Confirmed {_quote(memory)} unchanged")
-            return redirect("memory-detail", pk=memory.pk)
+            return _back(request, "memory-detail", pk=memory.pk)
         was_proposal = memory.status == Memory.Status.PROPOSED
-        new = memory.supersede(
+        change = memory.confirm_edited if was_proposal else memory.supersede
+        new = change(
             data["content"],
             type=data["type"],
             entities=data["entities"],
@@ -459,8 +614,9 @@ def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("memory-detail", pk=memory.pk)
     if was_proposal:
         messages.success(request, f"Confirmed your edited version {_quote(new)}")
-    else:
-        messages.success(request, f"Saved a new version {_quote(new)}")
+        # Back to the queue it came from, where the next proposal now waits.
+        return _back(request, "memory-detail", pk=new.pk)
+    messages.success(request, f"Saved a new version {_quote(new)}")
     return redirect("memory-detail", pk=new.pk)
 
 
@@ -548,6 +704,8 @@ def redact(request: HttpRequest, pk: int) -> HttpResponse:
 # --- API tokens ------------------------------------------------------------------
 
 
+# The tokens page shows a new token's secret once: no cache may keep a copy.
+@never_cache
 @login_required
 @owner_time_zone
 @require_GET
@@ -569,6 +727,7 @@ def _tokens_page(request: HttpRequest, form: TokenForm, status: int = 200) -> Ht
     )
 
 
+@never_cache
 @login_required
 @owner_time_zone
 @require_POST
@@ -634,7 +793,7 @@ def inspect(request: HttpRequest) -> HttpResponse:
             context.update(
                 result=result,
                 candidates=explain(result),
-                legend=legend(result.pipeline),
+                legend=legend(result.pipeline, result.profile),
                 cost=block_cost(result),
                 legs=[
                     (report, [(pk, by_id.get(pk)) for pk in report.ranked_ids[:LEG_PREVIEW]])

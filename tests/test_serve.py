@@ -71,7 +71,7 @@ class Service:
             try:
                 if requests.get(self.base + "/admin/login/", timeout=2).status_code == 200:
                     return
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
                 time.sleep(0.3)
         raise AssertionError("the site never answered:\n" + "".join(self.lines))
 

@@ -72,7 +72,9 @@ def test_it_answers_every_field_of_a_memory(alice_api):
         "last_confirmed_at",
         "last_retrieved_at",
         "superseded_by",
+        "related",
     }
+    assert body["related"] == []
 
 
 @pytest.mark.parametrize(
@@ -172,3 +174,9 @@ def test_it_rejects_json_nested_too_deeply(alice_api):
     )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "malformed_json"
+
+
+def test_it_answers_with_the_entities_it_found_when_none_were_given(alice_api):
+    assert alice_api.create("My sister Ana lives in Lisbon.")["entities"] == ["Ana", "Lisbon"]
+    given = alice_api.create("My sister Ana lives in Lisbon.", entities=["Ana Silva"])
+    assert given["entities"] == ["Ana Silva"]

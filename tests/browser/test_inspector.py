@@ -83,18 +83,18 @@ def test_it_explains_each_result_in_a_sentence_with_details_in_sight(
         re.compile(
             # "coffee" is said once, as a name; "morning" is the word they share.
             r"^Found by meaning, by the word morning, and by the name coffee; "
-            r"3\smonths old \(counts \d+%\); in the block at position 1 of \d+\.\s*$"
+            r"3\smonths old \(its age does not lower it\); in the block at position 1 of \d+\.\s*$"
         )
     )
     # The rank details are on the page, for touch and keyboard users too.
     steps = first.locator(".score-steps li")
     expect(steps.first).to_be_visible()
     expect(steps.first).to_have_text(
-        f"vector leg: rank 1 → {constants.LEG_WEIGHTS['vector']:g} ÷ ({constants.RRF_K:g} + 1)"
-        f" = {constants.LEG_WEIGHTS['vector'] / (constants.RRF_K + 1):.3f}"
+        re.compile(r"^vector leg: rank 1, stands out by [\d.]+ → [\d.]+$")
     )
     legend = page.locator("[data-legend]")
-    expect(legend).to_contain_text(f"k = {constants.RRF_K:g}")
+    low, high = constants.DEFAULT_PROFILE.semantic_gate
+    expect(legend).to_contain_text(f"clip((similarity − {low:g}) ÷ {high - low:g}, 0, 1)")
     expect(legend).not_to_contain_text("60 +")
     assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
     screenshot(page, f"inspector-explained-{viewport['width']}")

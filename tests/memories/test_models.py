@@ -21,6 +21,7 @@ TRANSITIONS = [
     ("reconfirm", {Status.ACTIVE}, Status.ACTIVE, Action.RECONFIRMED),
     ("reject", {Status.PROPOSED}, Status.REJECTED, Action.REJECTED),
     ("archive", {Status.ACTIVE}, Status.ARCHIVED, Action.ARCHIVED),
+    ("restore", {Status.REJECTED}, Status.PROPOSED, Action.RESTORED),
 ]
 
 LEGAL = [
@@ -88,7 +89,9 @@ def test_it_refuses_each_illegal_transition(alice, method, start):
     assert raised.value.status == start
 
 
-@pytest.mark.parametrize("method", ["confirm", "reject", "archive", "reconfirm", "supersede"])
+@pytest.mark.parametrize(
+    "method", ["confirm", "reject", "archive", "reconfirm", "supersede", "restore"]
+)
 def test_it_names_the_chain_head_when_refusing_a_superseded_memory(alice, method):
     first = make_memory(alice, "Alice drinks tea.", status=Status.ACTIVE)
     second = first.supersede("Alice drinks green tea.")

@@ -61,7 +61,7 @@ def test_it_shows_legs_scores_and_the_fenced_block(alice_client, memories):
     assert "&lt;memory source=&quot;timothy-memory&quot; trust=&quot;data&quot;&gt;" in body
     assert "[preference] Alice prefers aisle seats on long-haul flights." in body
     assert f"{result.block_tokens} of 1024 tokens" in body
-    assert "RRF" in body and "× decay" in body and "× type" in body
+    assert "relevance" in body and "× age" in body and "× type" in body
     assert body.count("data-candidate=") == len(result.memories) + len(result.cut)
 
 
@@ -156,7 +156,7 @@ def test_it_starts_each_result_with_one_plain_sentence(alice_client, memories):
     )
     assert seats.sentence.startswith(
         "Found by the words <em><bdi>seat</bdi></em> and <em><bdi>flights</bdi></em>, "
-        "and by the name <em><bdi>Alice</bdi></em>; 2\xa0days old (counts "
+        "and by the name <em><bdi>Alice</bdi></em>; 2\xa0days old (its age does not lower it)"
     )
     assert "; in the block at position " in seats.sentence
     body = response.content.decode()
@@ -167,16 +167,18 @@ def test_it_starts_each_result_with_one_plain_sentence(alice_client, memories):
 
 
 @pytest.mark.django_db
-def test_it_shows_the_formula_with_the_numbers_in_force(alice_client, memories):
+def test_it_shows_the_formula_with_the_numbers_in_force(alice_client, memories, settings):
     body = inspect(alice_client, "Alice seats").content.decode()
     assert "1/(60" not in body
-    weights = constants.LEG_WEIGHTS
-    assert (
-        f"k = {constants.RRF_K:g}; leg weights: vector {weights['vector']:g}, "
-        f"text {weights['text']:g}, entity {weights['entity']:g}."
-    ) in body
-    assert f"A score below {constants.MIN_SCORE:.4f} is left out." in body
-    assert f"Halves every {constants.DECAY_HALF_LIFE_DAYS:g} days" in body
+    low, high = constants.DEFAULT_PROFILE.semantic_gate
+    assert f"clip((similarity − {low:g}) ÷ {high - low:g}, 0, 1)" in body
+    assert f"{constants.DEFAULT_PROFILE.relative_cut:.0%} of the best" in body
+    settings.RETRIEVAL_PROFILE = "seed"
+    body = inspect(alice_client, "Alice seats").content.decode()
+    seed = constants.SEED_PROFILE
+    assert f"k = {seed.rrf_k:g}; leg weights: vector 1, text 1, entity 1." in body
+    assert f"A score below {seed.min_score:g} is left out." in body
+    assert f"Halves every {seed.decay_half_life_days:g} days" in body
 
 
 @pytest.mark.django_db

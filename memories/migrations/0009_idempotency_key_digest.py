@@ -13,7 +13,7 @@ UPDATE memories_idempotencyrecord SET key = encode(sha256(convert_to(key, 'UTF8'
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memories", "0005_redaction")]
+    dependencies = [("memories", "0008_redaction")]
 
     operations = [
         migrations.RemoveConstraint(model_name="idempotencyrecord", name="idempotency_owner_key"),

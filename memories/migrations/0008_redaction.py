@@ -4,8 +4,8 @@ A new terminal status, redacted, reachable from every status. The row keeps
 its place in its chain (a redacted row may keep its successor), and the
 database allows it no text: content is the stub, no entities, no embedding.
 
-The supersede-only trigger (0003) gets one more rule, in its own block before
-0003's: a redaction is the one rewrite of content allowed, and only to the stub;
+The supersede-only trigger (0003, with 0005's restore and 0006's entities
+filled once) gets one more rule, in its own block before the others: a redaction is the one rewrite of content allowed, and only to the stub;
 a redacted row's owner, content, type, entities, embedding, metadata, status and
 successor never change again.
 
@@ -18,7 +18,8 @@ else may change (memories/redaction.py).
 from django.conf import settings
 from django.db import migrations, models
 
-# 0003's body with the redaction block first; the rest is 0003's word for word.
+# The redaction block first; the rest is the body as 0005 (restore) and 0006
+# (entities filled once) left it.
 SUPERSEDE_ONLY_SQL = """
 CREATE OR REPLACE FUNCTION timothy_memory_supersede_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -52,13 +53,15 @@ BEGIN
     IF NEW.owner_id IS DISTINCT FROM OLD.owner_id
         OR NEW.content IS DISTINCT FROM OLD.content
         OR NEW.type IS DISTINCT FROM OLD.type
-        OR NEW.entity_refs IS DISTINCT FROM OLD.entity_refs THEN
+        OR (NEW.entity_refs IS DISTINCT FROM OLD.entity_refs
+            AND cardinality(OLD.entity_refs) > 0) THEN
         RAISE EXCEPTION 'memory % cannot be rewritten in place: supersede it with a new version',
             OLD.id USING ERRCODE = 'check_violation';
     END IF;
     IF NEW.status IS DISTINCT FROM OLD.status AND NOT (
         (OLD.status = 'proposed' AND NEW.status IN ('active', 'rejected', 'superseded'))
         OR (OLD.status = 'active' AND NEW.status IN ('superseded', 'archived'))
+        OR (OLD.status = 'rejected' AND NEW.status = 'proposed')
     ) THEN
         RAISE EXCEPTION 'memory % cannot go from % to %', OLD.id, OLD.status, NEW.status
             USING ERRCODE = 'check_violation';
@@ -67,20 +70,22 @@ BEGIN
 END $$;
 """
 
-# 0003's body, for going back.
+# 0006's body, for going back.
 SUPERSEDE_ONLY_REVERSE_SQL = """
 CREATE OR REPLACE FUNCTION timothy_memory_supersede_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.owner_id IS DISTINCT FROM OLD.owner_id
         OR NEW.content IS DISTINCT FROM OLD.content
         OR NEW.type IS DISTINCT FROM OLD.type
-        OR NEW.entity_refs IS DISTINCT FROM OLD.entity_refs THEN
+        OR (NEW.entity_refs IS DISTINCT FROM OLD.entity_refs
+            AND cardinality(OLD.entity_refs) > 0) THEN
         RAISE EXCEPTION 'memory % cannot be rewritten in place: supersede it with a new version',
             OLD.id USING ERRCODE = 'check_violation';
     END IF;
     IF NEW.status IS DISTINCT FROM OLD.status AND NOT (
         (OLD.status = 'proposed' AND NEW.status IN ('active', 'rejected', 'superseded'))
         OR (OLD.status = 'active' AND NEW.status IN ('superseded', 'archived'))
+        OR (OLD.status = 'rejected' AND NEW.status = 'proposed')
     ) THEN
         RAISE EXCEPTION 'memory % cannot go from % to %', OLD.id, OLD.status, NEW.status
             USING ERRCODE = 'check_violation';
@@ -167,7 +172,7 @@ DROP FUNCTION timothy_is_scrub_of(jsonb, jsonb);
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memories", "0004_hnsw_ef_construction_128"),
+        ("memories", "0007_active_lifetime"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -207,6 +212,7 @@ class Migration(migrations.Migration):
                     ("confirmed", "Confirmed"),
                     ("reconfirmed", "Re-confirmed"),
                     ("rejected", "Rejected"),
+                    ("restored", "Restored to the queue"),
                     ("archived", "Archived"),
                     ("superseded", "Superseded"),
                     ("version", "New version"),
