@@ -2,6 +2,7 @@ import re
 from datetime import timedelta
 
 import pytest
+import time_machine
 from django.utils import timezone
 from playwright.sync_api import expect
 
@@ -135,3 +136,30 @@ def test_it_shows_only_the_chosen_pipelines_controls(page, live_server, owner):
     )
     page.get_by_label("Pipeline").select_option("fusion")
     expect(legs).to_be_visible()
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_it_replays_the_store_as_it_stood(browser, live_server, owner, viewport):
+    # Ana's address, edited twice; the inspector as of a moment between the edits
+    # shows the version that was true then, and stamps nothing.
+    start = timezone.now() - timedelta(days=60)
+    with time_machine.travel(start, tick=False):
+        first = Memory.remember(owner, "Ana lives in Lisbon.", Memory.Type.SEMANTIC)
+    with time_machine.travel(start + timedelta(days=10), tick=False):
+        second = first.supersede("Ana lives in Porto.")
+    with time_machine.travel(start + timedelta(days=20), tick=False):
+        second.supersede("Ana lives in Braga.")
+
+    page = new_page(browser, viewport=viewport)
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/inspect/")
+    page.get_by_label("Message").fill("Where does Ana live?")
+    as_of = timezone.localtime(start + timedelta(days=15)).strftime("%Y-%m-%dT%H:%M")
+    page.get_by_label("As of").fill(as_of)
+    page.get_by_role("button", name="Inspect").click()
+
+    block = page.locator("#recall-block")
+    expect(block).to_contain_text("Ana lives in Porto.")
+    expect(block).not_to_contain_text("Braga")
+    expect(block).not_to_contain_text("Lisbon")
+    assert not Memory.objects.filter(last_retrieved_at__isnull=False).exists()
