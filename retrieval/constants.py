@@ -43,8 +43,7 @@ class FusionProfile:
     name: str
     combine: str
     text_ranker: str
-    # Multiplies each leg's part of the score. Under "zscore" the entity leg,
-    # which has no score of its own, adds its weight for every memory it finds.
+    # Multiplies each leg's part of the score.
     leg_weights: dict[str, float]
     # "rrf" only.
     rrf_k: float = 60.0
@@ -74,7 +73,7 @@ DEFAULT_PROFILE = FusionProfile(
     name="default",
     combine=ZSCORE,
     text_ranker=BM25,
-    leg_weights={"vector": 1.0, "text": 1.0, "entity": 0.5},
+    leg_weights={"vector": 1.0, "text": 1.0, "entity": 1.0},
     # Every candidate whose score is not above 0 stood out in no leg.
     min_score=0.0,
     relative_cut=0.05,

@@ -166,11 +166,11 @@ def fuse(
     }
     ranks = rrf_ranks(rankings)
     z_by_leg = (
-        {leg: standardised(ranked) for leg, ranked in rankings.items() if leg != "entity"}
+        {leg: standardised(ranked) for leg, ranked in rankings.items()}
         if profile.combine != RRF
         else {}
     )
-    found = [leg for leg, z in z_by_leg.items() if z]
+    found = [leg for leg, z in z_by_leg.items() if z and leg != "entity"]
     if len(found) == 1:
         # One scored leg alone (no vectors, say): there is no other leg to weigh
         # it against, so its own scores order everything it found.
@@ -189,7 +189,7 @@ def fuse(
             relevance, contributions, gate = _standardised_relevance(
                 memory_id, leg_ranks, z_by_leg, similarities[memory_id], profile
             )
-            parts["z"] = {leg: z_by_leg[leg][memory_id] for leg in z_by_leg if leg in leg_ranks}
+            parts["z"] = {leg: z_by_leg[leg][memory_id] for leg in leg_ranks if leg in z_by_leg}
             parts["contributions"] = contributions
             parts["gate"] = gate
         if similarities[memory_id] is not None:
@@ -228,19 +228,15 @@ def _standardised_relevance(
     similarity: float | None,
     profile: FusionProfile,
 ) -> tuple[float, dict[str, float], float]:
-    """Σ weight × z over the scored legs, the text leg's part gated by meaning,
-    plus the entity leg's weight when it found the memory (a name the query
-    spells out is no coincidence of common words: it is not gated)."""
+    """Σ weight × z over the legs, the text leg's part gated by meaning (a name
+    the query spells out is no coincidence of common words: the entity leg is
+    not gated)."""
     gate = semantic_gate(similarity, profile)
     contributions: dict[str, float] = {}
     for leg in leg_ranks:
         weight = profile.leg_weights.get(leg, 1.0)
-        if leg == "entity":
-            contributions[leg] = weight
-        elif leg == "vector":
-            contributions[leg] = weight * z_by_leg[leg][memory_id]
-        else:
-            contributions[leg] = weight * z_by_leg[leg][memory_id] * gate
+        part = weight * z_by_leg[leg][memory_id]
+        contributions[leg] = part * gate if leg == "text" else part
     return sum(contributions.values()), contributions, gate
 
 

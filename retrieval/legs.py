@@ -26,7 +26,7 @@ from django.db import DatabaseError, close_old_connections, connection, transact
 
 from memories.models import Memory
 from retrieval import replay
-from retrieval.bm25 import POSTING_REFERENCE_TIME_SQL, bm25_scores
+from retrieval.bm25 import POSTING_REFERENCE_TIME_SQL, bm25_scores, corpus_statistics
 from retrieval.constants import (
     BM25,
     ENTITY_MAX_CHARS,
@@ -232,9 +232,11 @@ _WORD_CHAR = re.compile(r"\w")
 def entity_leg(cursor, request: LegRequest) -> Ranked:
     """Memories naming an entity that the query names literally.
 
-    Ranked by how many of the query's entities they name (the score), then by
-    how rare the rarest of those is among the owner's active memories, then by
-    recency.
+    Ranked by how many of the query's entities they name, then by how rare the
+    rarest of those is among the owner's active memories, then by recency. The
+    score is the sum over the names of ``ln(1 + N / memories naming it)``: a name
+    in half the owner's memories (their own, a speaker's) says little, a rare
+    one much — as IDF weighs words.
     """
     candidates = entity_candidates(request.query)
     if not candidates:
@@ -264,6 +266,7 @@ def entity_leg(cursor, request: LegRequest) -> Ranked:
     named = dict(cursor.fetchall())
     if not named:
         return Ranked()
+    documents, _ = corpus_statistics(cursor, request.owner_id, request.as_of)
     params = {
         "owner_id": request.owner_id,
         "as_of": request.as_of,
@@ -271,6 +274,7 @@ def entity_leg(cursor, request: LegRequest) -> Ranked:
         "keys": list(named),
         "counts": list(named.values()),
         "types": list(request.types or ()),
+        "documents": max(documents, 1.0),
     }
     type_filter = "AND t.type = ANY(%(types)s)" if request.types else ""
     # The owner's postings of the named entities (retrieval.models.Posting): an
@@ -278,7 +282,8 @@ def entity_leg(cursor, request: LegRequest) -> Ranked:
     # page per memory naming them (docs/benchmarks.md).
     cursor.execute(
         f"""
-        SELECT t.memory_id, count(*) FROM {POSTING_TABLE} t
+        SELECT t.memory_id, sum(ln(1 + %(documents)s / greatest(w.memories, 1)))
+        FROM {POSTING_TABLE} t
         JOIN unnest(%(keys)s::text[], %(counts)s::int[]) AS w(key, memories) ON w.key = t.term
         WHERE t.owner_id = %(owner_id)s AND t.kind = '{Posting.Kind.ENTITY}'
           AND t.term = ANY(%(keys)s::text[]) AND t.created_at <= %(as_of)s {type_filter}
@@ -289,7 +294,7 @@ def entity_leg(cursor, request: LegRequest) -> Ranked:
         """,
         params,
     )
-    return Ranked((memory_id, float(named_count)) for memory_id, named_count in cursor.fetchall())
+    return Ranked((memory_id, float(score)) for memory_id, score in cursor.fetchall())
 
 
 # --- vector ---------------------------------------------------------------------

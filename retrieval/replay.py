@@ -145,8 +145,9 @@ def entity_scores(
 ) -> list[tuple[int, float]]:
     """The entity leg's ranking over the memory rows alive at ``as_of``: by how
     many of the query's names a memory names, then how rare the rarest is among
-    the memories alive then, then recency."""
+    the memories alive then, then recency; scored Σ ln(1 + N / memories naming it)."""
     type_filter = "WHERE a.type = ANY(%(types)s)" if types else ""
+    documents, _ = corpus_statistics(cursor, owner_id, as_of)
     cursor.execute(
         f"""
         WITH alive AS MATERIALIZED (
@@ -155,7 +156,7 @@ def entity_scores(
             WHERE {ALIVE_SQL} AND lower(ref) = ANY(%(keys)s::text[])
         ),
         rarity AS (SELECT key, count(*) AS memories FROM alive GROUP BY key)
-        SELECT a.id, count(*) FROM alive a JOIN rarity r USING (key)
+        SELECT a.id, sum(ln(1 + %(documents)s / r.memories)) FROM alive a JOIN rarity r USING (key)
         {type_filter}
         GROUP BY a.id
         ORDER BY count(*) DESC, min(r.memories) ASC, max(a.reference_time) DESC, a.id DESC
@@ -167,6 +168,7 @@ def entity_scores(
             "keys": keys,
             "types": list(types or ()),
             "limit": limit,
+            "documents": max(documents, 1.0),
         },
     )
-    return [(memory_id, float(named)) for memory_id, named in cursor.fetchall()]
+    return [(memory_id, float(score)) for memory_id, score in cursor.fetchall()]

@@ -130,15 +130,19 @@ def test_it_lets_a_clear_winner_of_one_leg_beat_a_crowd_of_the_other():
     assert [item.memory.pk for item in kept] == [1]
 
 
-def test_it_adds_the_entity_legs_weight_for_every_memory_it_finds():
+def test_it_weighs_a_rare_name_above_a_common_one():
+    # The entity leg scores Σ ln(1 + N / memories naming it): one memory names a
+    # rare name, six name the owner's own (all alike: no standout).
+    memories = {pk: memory(pk) for pk in range(1, 8)}
     kept, _ = fuse(
-        {"vector": [(1, 0.9), (2, 0.1), (3, 0.1)], "entity": [(3, 1.0)]},
-        {pk: memory(pk) for pk in (1, 2, 3)},
+        {"entity": [(1, 3.0)] + [(pk, 0.4) for pk in range(2, 8)]},
+        memories,
         AS_OF,
         profile=DEFAULT_PROFILE,
     )
-    scores = {item.memory.pk: item.parts["contributions"] for item in kept}
-    assert scores[3]["entity"] == DEFAULT_PROFILE.leg_weights["entity"]
+    assert kept[0].memory.pk == 1
+    assert kept[0].parts["contributions"]["entity"] > 0
+    assert all(item.score == 0 for item in kept[1:]) or len(kept) == 1
 
 
 def test_it_gates_word_matches_by_meaning():

@@ -119,9 +119,12 @@ def test_the_row_legs_rank_as_the_postings_do(alice, bob, query):
             with connection.cursor() as cursor:
                 ranked[replaying] = leg(cursor, request)
         assert [memory_id for memory_id, _ in ranked[True]] == [m for m, _ in ranked[False]]
-        assert [score for _, score in ranked[True]] == pytest.approx(
-            [score for _, score in ranked[False]]
-        )
+        if leg is text_leg:
+            assert [score for _, score in ranked[True]] == pytest.approx(
+                [score for _, score in ranked[False]]
+            )
+        # (The entity leg's scores weigh each name by how many memories name it:
+        # today's dictionary on the postings, the memories alive then on the rows.)
 
 
 def test_a_replay_never_shows_a_redacted_version(alice, history):
