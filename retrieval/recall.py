@@ -65,6 +65,8 @@ def recall(
     needs_vectors = pipeline == "freshness" or "vector" in leg_names
     embedder = _embedding_provider() if embedding is None and needs_vectors else None
     timeout = min(settings.LEG_TIMEOUT, settings.RECALL_TIMEOUT)
+    # Where the time went, in ms (the search route's Server-Timing header).
+    timings = {"start": _ms_since(started)}
 
     if pipeline == "fusion":
         request = LegRequest(
@@ -78,6 +80,7 @@ def recall(
             timeout=timeout,
         )
         reports = run_legs(leg_names, request, deadline=deadline)
+        timings["legs"] = _ms_since(started) - timings["start"]
         _raise_if_nothing_searched(reports)
         candidates, cut = _fused(owner_id, reports, as_of)
     else:
@@ -90,6 +93,7 @@ def recall(
             embedder=embedder,
             timeout=timeout,
         )
+        timings["legs"] = _ms_since(started) - timings["start"]
         _raise_if_nothing_searched({"bm25": reports["bm25"]})
         cut = []
     if time.monotonic() > deadline:
@@ -97,10 +101,13 @@ def recall(
             f"recall took longer than {settings.RECALL_TIMEOUT:g} s", legs=dict(reports)
         )
 
+    timings["fuse"] = _ms_since(started) - timings["start"] - timings["legs"]
     packed = pack(candidates, budget)
     if not dry_run:
         _mark_retrieved(owner_id, packed.packed)
     elapsed = (time.perf_counter() - started) * 1000
+    timings["pack"] = elapsed - timings["fuse"] - timings["legs"] - timings["start"]
+    timings["embed"] = getattr(embedder, "ms", 0.0)
     logger.debug(
         "recall owner=%s session=%s pipeline=%s packed=%d in %.1f ms",
         owner_id,
@@ -121,7 +128,12 @@ def recall(
         cut=sorted([*cut, *packed.over_budget], key=lambda item: -item.score) if explain else [],
         explain=explain,
         ms=elapsed,
+        timings=timings,
     )
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
 
 
 def _fused(
@@ -197,6 +209,15 @@ _stamp_executor: ThreadPoolExecutor | None = None
 _stamp_lock = threading.Lock()
 
 
+def drain_stamps() -> None:
+    """Wait until every stamp queued so far is written (before dropping a database, say)."""
+    global _stamp_executor
+    with _stamp_lock:
+        executor, _stamp_executor = _stamp_executor, None
+    if executor is not None:
+        executor.shutdown(wait=True)
+
+
 def _stamp_pool() -> ThreadPoolExecutor:
     global _stamp_executor
     with _stamp_lock:
@@ -219,9 +240,10 @@ class _UnavailableProvider:
 
 def _embedding_provider():
     try:
-        from retrieval.embeddings import get_provider
+        from retrieval.embeddings import QueryEmbedder, get_provider
 
-        return get_provider()
+        provider = get_provider()
+        return None if provider is None else QueryEmbedder(provider)
     except Exception as error:
         logger.warning("recall without an embedding provider: %s", error)
         return _UnavailableProvider(error)

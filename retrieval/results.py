@@ -74,6 +74,10 @@ class RecallResult:
     cut: list[ScoredMemory] = field(default_factory=list)
     explain: bool = False
     ms: float = 0.0
+    # Milliseconds by stage: start (arguments), legs (all legs, wall clock),
+    # embed (the query's embedding, inside the vector leg), fuse (loading the
+    # candidates and fusing), pack (packing, rendering, queueing the stamp).
+    timings: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from retrieval.serialize import scored_memory_to_dict

@@ -9,8 +9,20 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from retrieval.constants import PIPELINES
+from retrieval.embeddings import get_provider
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
+
+
+def load_embedding_model() -> None:
+    """Load a local model before recall starts: loading takes seconds, longer than
+    the vector leg may take, so a one-shot command would otherwise lose that leg."""
+    try:
+        warm_up = getattr(get_provider(), "warm_up", None)
+    except Exception:
+        return  # recall reports an unusable provider in the vector leg
+    if warm_up is not None:
+        warm_up()
 
 
 class Command(BaseCommand):
@@ -37,6 +49,7 @@ class Command(BaseCommand):
                 as_of = datetime.fromisoformat(options["as_of"])
             except ValueError:
                 raise CommandError(f"--as-of is not an ISO-8601 time: {options['as_of']!r}.")
+        load_embedding_model()
         try:
             result = recall(
                 owner,
