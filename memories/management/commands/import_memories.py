@@ -56,6 +56,9 @@ class Command(BaseCommand):
         for error in result.errors:
             self.stderr.write(str(error))
         summary = f"Imported {result.imported} memories for {owner}"
+        timing = f" in {result.write_seconds:.1f} s"
+        if result.index_seconds is not None:
+            timing += f", then built the vector index in {result.index_seconds:.1f} s"
         if result.failed:
             raise CommandError(f"{summary}; {result.failed} lines failed (listed above).")
-        self.stdout.write(summary + ".")
+        self.stdout.write(summary + timing + ".")
