@@ -28,6 +28,35 @@ from timothy import database
 STOP_GRACE_SECONDS = 10
 
 
+# Threads per gunicorn worker process.
+WEB_THREADS = 4
+
+
+def gunicorn_command(bind: str, workers: int, app: str, *, access_log: bool = True) -> list[str]:
+    """The gunicorn command line of one listener (`bench_search` runs the same)."""
+    return [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--config",
+        "python:timothy.gunicorn_conf",
+        *(["--access-logfile", "-"] if access_log else []),
+        "--log-level",
+        "warning",
+        "--bind",
+        bind,
+        "--workers",
+        str(workers),
+        "--threads",
+        str(WEB_THREADS),
+        app,
+    ]
+
+
+def public_site_command(bind: str, workers: int, *, access_log: bool = True) -> list[str]:
+    return gunicorn_command(bind, workers, "timothy.wsgi:application", access_log=access_log)
+
+
 class Command(BaseCommand):
     help = "Run the service: public site and API, internal listener, background worker."
 
@@ -107,40 +136,12 @@ class Command(BaseCommand):
         )
 
     def serve(self, web_workers: int) -> None:
-        python = sys.executable
-        gunicorn = [
-            python,
-            "-m",
-            "gunicorn",
-            "--config",
-            "python:timothy.gunicorn_conf",
-            "--access-logfile",
-            "-",
-            "--log-level",
-            "warning",
-        ]
         commands = {
-            "public site": gunicorn
-            + [
-                "--bind",
-                settings.PUBLIC_ADDR,
-                "--workers",
-                str(web_workers),
-                "--threads",
-                "4",
-                "timothy.wsgi:application",
-            ],
-            "internal listener": gunicorn
-            + [
-                "--bind",
-                settings.INTERNAL_ADDR,
-                "--workers",
-                "1",
-                "--threads",
-                "4",
-                "timothy.internal_wsgi:application",
-            ],
-            "worker": [python, "manage.py", "qcluster"],
+            "public site": public_site_command(settings.PUBLIC_ADDR, web_workers),
+            "internal listener": gunicorn_command(
+                settings.INTERNAL_ADDR, 1, "timothy.internal_wsgi:application"
+            ),
+            "worker": [sys.executable, "manage.py", "qcluster"],
         }
         children: dict[str, subprocess.Popen] = {}
         stopping = False
