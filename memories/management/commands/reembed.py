@@ -116,11 +116,15 @@ class Command(BaseCommand):
         bar = tqdm(total=total, unit="memory", desc="Embedding", file=self.stderr._out)
         try:
             while True:
-                batch = list(rows.filter(pk__gt=last_id).values_list("pk", "content")[:batch_size])
+                batch = list(
+                    rows.filter(pk__gt=last_id).values_list("pk", "owner_id", "content")[
+                        :batch_size
+                    ]
+                )
                 if not batch:
                     break
                 try:
-                    vectors = provider.embed([content for _, content in batch])
+                    vectors = provider.embed([content for _, _, content in batch])
                 except EmbeddingError as error:
                     raise CommandError(
                         f"The embedding provider failed after memory #{last_id}: {error} "
@@ -141,16 +145,19 @@ class Command(BaseCommand):
         return done
 
     @staticmethod
-    def store(batch: list[tuple[int, str]], vectors: list[list[float]], missing_only: bool):
+    def store(batch: list[tuple[int, int, str]], vectors: list[list[float]], missing_only: bool):
         condition = " AND m.embedding IS NULL" if missing_only else ""
         # One statement per batch: the table's statement-level triggers run once.
+        # The owner is named with each id, so that a table sharded by owner
+        # (docs/scaling.md) finds each row in its own shard.
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
                 f"UPDATE {Memory._meta.db_table} AS m SET embedding = v.embedding::vector "
-                "FROM unnest(%s::bigint[], %s::text[]) AS v(id, embedding) "
-                "WHERE m.id = v.id" + condition,
+                "FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) AS v(id, owner_id, embedding) "
+                "WHERE m.id = v.id AND m.owner_id = v.owner_id" + condition,
                 [
-                    [memory_id for memory_id, _ in batch],
+                    [memory_id for memory_id, _, _ in batch],
+                    [owner_id for _, owner_id, _ in batch],
                     [Vector._to_db(vector) for vector in vectors],
                 ],
             )
