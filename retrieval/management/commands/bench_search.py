@@ -87,6 +87,14 @@ COPY_TYPES = [
     "timestamptz",
 ]
 STAGES = ("embed", "legs", "fuse", "pack", "recall")
+# What one owner's memories occupy: the rows, the retrieval index, the events.
+SIZED_TABLES = (
+    "memories_memory",
+    "memories_memoryevent",
+    "retrieval_posting",
+    "retrieval_ownerentity",
+    "retrieval_ownercorpuschange",
+)
 LEGS = ("vector", "text", "entity")
 
 
@@ -420,10 +428,42 @@ class Command(BaseCommand):
             splits[level] = ok
         for level, ok in splits.items():
             self._split(level, ok)
+        self._sizes(server["process"].pid)
         if server["errors"]:
             self.stdout.write(f"server stderr ({len(server['errors'])} lines), last lines:")
             for line in server["errors"][-5:]:
                 self.stdout.write("  " + line.rstrip())
+
+    def _sizes(self, gunicorn_pid: int) -> None:
+        """What one owner's memories cost on disk, and a web worker in memory."""
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM memories_memory WHERE status = 'active'")
+            memories = cursor.fetchone()[0] or 1
+            cursor.execute(
+                "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
+                "WHERE c.relname = ANY(%s)",
+                [list(SIZED_TABLES)],
+            )
+            sizes = dict(cursor.fetchall())
+        connections.close_all()
+        total = sum(sizes.values())
+        self.stdout.write(
+            f"disk: {total / 2**20:,.1f} MB for {memories:,} memories, "
+            f"{total / memories / 1024:.2f} KB each ("
+            + ", ".join(f"{name} {size / memories / 1024:.2f}" for name, size in sizes.items())
+            + " KB, indexes included)"
+        )
+        try:
+            import psutil
+
+            workers = psutil.Process(gunicorn_pid).children()
+            rss = [worker.memory_info().rss / 2**20 for worker in workers]
+        except Exception:
+            rss = []
+        if rss:
+            self.stdout.write(
+                f"memory: web worker RSS {', '.join(f'{value:.0f}' for value in rss)} MB"
+            )
 
     def _warm_up(self, client: _Client, corpus: PersonalCorpus) -> None:
         in_a_row = 0
@@ -557,16 +597,14 @@ class _CpuMeter:
         except ImportError:
             return None, None
         try:
-            master = psutil.Process(self.gunicorn_pid)
-            web = sum(_cpu(p) for p in [master, *master.children(recursive=True)])
+            web = _tree_cpu(psutil.Process(self.gunicorn_pid))
         except psutil.Error:
             return None, None
         database = None
         pid_file = _postmaster_pid_file()
         if pid_file is not None:
             try:
-                postmaster = psutil.Process(int(pid_file.read_text().split()[0]))
-                database = sum(_cpu(p) for p in [postmaster, *postmaster.children()])
+                database = _tree_cpu(psutil.Process(int(pid_file.read_text().split()[0])))
             except (psutil.Error, OSError, ValueError, IndexError):
                 database = None
         return web, database
@@ -579,12 +617,21 @@ class _CpuMeter:
         )
 
 
-def _cpu(process) -> float:
-    try:
-        times = process.cpu_times()
-        return times.user + times.system
-    except Exception:
-        return 0.0
+def _tree_cpu(parent) -> float:
+    """CPU seconds of a process and its children, living and exited.
+
+    A database backend that ends between two reads would take its CPU with it;
+    once its parent has reaped it, the parent's children_* times hold it.
+    """
+    times = parent.cpu_times()
+    total = times.user + times.system + times.children_user + times.children_system
+    for child in parent.children(recursive=True):
+        try:
+            child_times = child.cpu_times()
+            total += child_times.user + child_times.system
+        except Exception:
+            continue
+    return total
 
 
 def _postmaster_pid_file() -> Path | None:
