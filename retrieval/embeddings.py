@@ -215,6 +215,7 @@ class LocalEmbeddingProvider:
         self.export_dir = export_dir
         self._model = None
         self._load_lock = threading.Lock()
+        self._worker_lock = threading.Lock()
         self._jobs: queue.SimpleQueue[_EncodeJob] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
         self.dimensions = self._folder_dimensions() or self._model_or_load().dimensions
@@ -248,7 +249,9 @@ class LocalEmbeddingProvider:
     def _start_worker(self) -> None:
         if self._worker is not None:
             return
-        with self._load_lock:
+        # Not the load lock: a caller must not wait for another thread's load
+        # outside its own timeout.
+        with self._worker_lock:
             if self._worker is None:
                 self._worker = threading.Thread(target=self._work, name="embedding", daemon=True)
                 self._worker.start()
