@@ -21,6 +21,7 @@ from retrieval.index import (
     vector_index_paused,
     vector_index_state,
 )
+from tests.fakes.fixtures import fake_openai  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -113,3 +114,15 @@ def test_it_imports_a_small_load_through_the_live_graph(alice, tmp_path):
     call_command("import_memories", str(path), "--owner", "alice", stdout=out)
     assert "vector index" not in out.getvalue()
     assert vector_index_state() == "live"
+
+
+def test_any_reembed_builds_a_graph_an_interrupted_load_left_missing(settings, fake_openai):  # noqa: F811
+    settings.EMBEDDING_PROVIDER = "openai"
+    settings.EMBEDDING_BASE_URL = fake_openai.base_url
+    settings.EMBEDDING_MODEL = "text-embedding-3-small"
+    pause_vector_index()  # as a load killed between pause and build leaves it
+    out = StringIO()
+    call_command("reembed", "--missing-only", stdout=out)
+    assert vector_index_state() == "live"
+    assert "Embedded 0 memories" in out.getvalue()
+    assert "building the vector index" in out.getvalue()

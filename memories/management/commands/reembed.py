@@ -24,7 +24,7 @@ from retrieval.embeddings import (
     get_provider,
     resize_embedding_column,
 )
-from retrieval.index import vector_index_paused
+from retrieval.index import resume_vector_index, vector_index_paused
 
 # Rows that can come back into retrieval: active now, or once confirmed.
 EMBEDDED_STATUSES = (Memory.Status.ACTIVE, Memory.Status.PROPOSED)
@@ -101,8 +101,11 @@ class Command(BaseCommand):
         # searched once per row (retrieval/index.py).
         with vector_index_paused(active, report=self.stdout.write) as index:
             done = self.embed_rows(provider, rows, total, missing_only, start_after, batch_size)
+        # A run (or an import) interrupted while the graph was paused left it
+        # missing; any later reembed — `make run` queues one at every start —
+        # builds it again.
+        built = index["index_seconds"] or resume_vector_index()
         seconds = time.perf_counter() - started
-        built = index["index_seconds"]
         self.stdout.write(
             f"Embedded {done} memories with {provider!r} in {seconds:.1f} s"
             + (f" (of which {built:.1f} s building the vector index)." if built else ".")
