@@ -311,6 +311,10 @@ class Command(BaseCommand):
                 self._fill(synthesizer, options["owners"], options["memories"])
             self._run_queries(synthesizer, options)
         finally:
+            # The last recalls' stamps are still being written on a background
+            # thread: they must land in the scratch database before the alias
+            # points back at the service's own (where those ids are other rows).
+            drain_stamps()
             connections.close_all()
             alias_settings["NAME"] = original
             if not options["keep"]:
@@ -319,8 +323,6 @@ class Command(BaseCommand):
     # --- scratch database ---------------------------------------------------------
 
     def _drop(self, name: str) -> None:
-        # Stamps queued by the last recalls must not be cut off mid-write.
-        drain_stamps()
         connections.close_all()
         drop_database(name)
         self.stdout.write(f"dropped scratch database {name}")
