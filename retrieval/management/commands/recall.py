@@ -6,14 +6,15 @@ import json
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from memories.management.base import SchemaCommand
 from retrieval.constants import PIPELINES
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
 
 
-class Command(BaseCommand):
+class Command(SchemaCommand):
     help = "Recall an owner's memories for QUERY and print the fenced block (or --json)."
 
     def add_arguments(self, parser) -> None:
