@@ -136,13 +136,19 @@ class ServeProcess:
             self._reader.join(timeout=10)
         return self.process.returncode
 
-    def kill(self) -> None:
-        """Leave nothing behind, whatever state the test left things in."""
-        thaw(self.data_dir)
+    def kill(self, postgres: bool = True) -> None:
+        """Leave nothing behind, whatever state things were left in: serve, every
+        process it started, and (``postgres``, when the data folder is its own)
+        every process of the data folder, its embedded PostgreSQL included."""
+        if postgres:
+            thaw(self.data_dir)
+        tree = self.children()
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-        for process in descendants_of_data_dir(self.data_dir):
+        if postgres:
+            tree += descendants_of_data_dir(self.data_dir)
+        for process in tree:
             with suppress(psutil.Error):
                 process.kill()
 
