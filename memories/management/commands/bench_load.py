@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import threading
 import time
 import uuid
@@ -43,6 +44,9 @@ from timothy.scratch import create_database, database_exists, drop_database
 
 # Seconds serve may take to start (migrate, load the model, fork gunicorn).
 START_SECONDS = 300
+# Searches in a row with every leg answering before the load begins: each
+# gunicorn worker loads its own embedding model.
+WARM_SEARCHES = 6
 
 
 @dataclass
@@ -144,6 +148,7 @@ class Command(BaseCommand):
         try:
             service.wait_for_output("Ctrl-C stops everything", timeout=START_SECONDS)
             wait_for(service.answers, START_SECONDS, "the site to answer")
+            self._wait_until_warm(service.base, tokens[0])
             session_id = f"load-{uuid.uuid4().hex[:12]}"
             answers = self._load(service.base, tokens, session_id, options)
             load_after = os.getloadavg()
@@ -156,10 +161,7 @@ class Command(BaseCommand):
             service.kill(postgres=False)
         written = Memory.objects.filter(session_id=session_id).count()
         self._report(answers, options, stored, load_after, acknowledged, written)
-        server_errors = [line for line in service.output.splitlines() if " ERROR " in line]
-        self.stdout.write(f"server log: {len(server_errors)} ERROR lines; serve exited with {code}")
-        for line in server_errors[:5]:
-            self.stdout.write(f"  {line}")
+        self._report_server_log(service.output, code)
         problems = []
         failed = Counter(
             answer.status
@@ -172,6 +174,46 @@ class Command(BaseCommand):
             problems.append(f"{acknowledged} writes acknowledged but {written} in the database")
         if problems:
             raise CommandError("The load test failed: " + "; ".join(problems) + ".")
+
+    def _report_server_log(self, output: str, code: int) -> None:
+        """How many warnings and errors the service logged, by logger, with one of each."""
+        found: dict[str, list[str]] = {}
+        for line in output.splitlines():
+            match = re.search(r" (WARNING|ERROR) ([\w.-]+): ", line)
+            if match:
+                found.setdefault(f"{match[1]} {match[2]}", []).append(line)
+        self.stdout.write(
+            f"server log: serve exited with {code}; "
+            + (", ".join(f"{key} {len(lines)}" for key, lines in found.items()) or "no warnings")
+        )
+        for lines in found.values():
+            self.stdout.write(f"  e.g. {lines[0][:240]}")
+
+    def _wait_until_warm(self, base: str, token: str) -> None:
+        """Measure a running service, not one still loading its embedding model:
+        wait until WARM_SEARCHES searches in a row have every leg answering."""
+        if settings.EMBEDDING_PROVIDER == "none":
+            return
+        session = requests.Session()
+        session.headers["Authorization"] = f"Bearer {token}"
+        started = time.monotonic()
+        in_a_row = 0
+        while in_a_row < WARM_SEARCHES:
+            if time.monotonic() - started > START_SECONDS:
+                self.stderr.write(
+                    f"The vector leg still fails after {START_SECONDS} s; measuring anyway."
+                )
+                return
+            try:
+                response = session.post(
+                    base + "/v1/memories/search", json={"query": "warm"}, timeout=HTTP_TIMEOUT
+                )
+                legs = response.json()["legs"].values() if response.status_code == 200 else []
+                warm = bool(legs) and all(leg["status"] == "ok" for leg in legs)
+            except (requests.RequestException, ValueError, KeyError):
+                warm = False
+            in_a_row = in_a_row + 1 if warm else 0
+        self.stdout.write(f"embedding model warm after {time.monotonic() - started:.0f} s")
 
     def _load(self, base: str, tokens: list[str], session_id: str, options) -> list[Answer]:
         answers: list[Answer] = []
