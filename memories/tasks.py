@@ -37,7 +37,10 @@ def embed_memory(memory_id: int) -> bool:
     provider = get_provider()
     if provider is None:
         return False
-    row = Memory.objects.filter(pk=memory_id, embedding__isnull=True).values("content").first()
+    unembedded = Memory.objects.filter(pk=memory_id, embedding__isnull=True).exclude(
+        status=Memory.Status.REDACTED
+    )
+    row = unembedded.values("content").first()
     if row is None:
         return False
     try:
@@ -47,13 +50,21 @@ def embed_memory(memory_id: int) -> bool:
         return False
     try:
         with transaction.atomic():
-            stored = Memory.objects.filter(pk=memory_id, embedding__isnull=True).update(
-                embedding=vector
-            )
+            # Not if it was redacted meanwhile: the vector is of the erased text.
+            stored = unembedded.update(embedding=vector)
     except DatabaseError as error:
         logger.error("Could not store the embedding of memory %s: %s", memory_id, error)
         return False
     return stored == 1
+
+
+def vacuum_after_redaction(tables: list[str]) -> str:
+    """VACUUM the tables a redaction touched, so the old row versions holding the
+    text are removed (memories/redaction.py)."""
+    from memories.redaction import vacuum
+
+    vacuum(tables)
+    return f"vacuumed {', '.join(tables)}"
 
 
 def extract_conversation(owner_id: int, session_id: str, phase: str, turns: list[dict]) -> int:
@@ -61,12 +72,18 @@ def extract_conversation(owner_id: int, session_id: str, phase: str, turns: list
     owner = get_user_model().objects.get(pk=owner_id)
     parsed = [extraction.Turn(t["role"], t["content"], t.get("at")) for t in turns]
     try:
-        written = extraction.extract(owner, session_id, phase, parsed)
+        result = extraction.extract(owner, session_id, phase, parsed)
     except llm.LLMError as error:
         logger.warning("Extraction for session %s (%s) failed: %s", session_id, phase, error)
         return 0
-    logger.info("Extraction for session %s (%s) proposed %d", session_id, phase, len(written))
-    return len(written)
+    logger.info(
+        "Extraction for session %s (%s) proposed %d, skipped %d already held",
+        session_id,
+        phase,
+        len(result.written),
+        len(result.skipped),
+    )
+    return len(result.written)
 
 
 def consolidate_daily() -> str:

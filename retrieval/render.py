@@ -1,17 +1,16 @@
 """The fence: how retrieved memories are rendered for a model, and the escaping
-that keeps memory content from closing the fence or forging structure inside it.
+that keeps anything inside an item from being markup.
 
 Every string the packer costs and every block a caller appends comes from here,
 so the token budget and the format cannot drift apart. docs/fence.md explains
-the format and what the escaping defeats.
+the format, the escaping and what it knowingly leaves out.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 BLOCK_OPEN = (
     '<memory source="timothy-memory" trust="data">\n'
@@ -31,86 +30,141 @@ LINE_BREAK_MARK = " ↵ "
 LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 _LINE_BREAK_RUN = re.compile(f"[{re.escape(LINE_BREAKS)}]+")
 
-# Removed from content: C0/C1 control characters other than tab and the line breaks
-# above (never meaningful in a memory; a terminal or viewer may act on them), and the
-# bidi overrides, which can make text display reversed ("Trojan Source").
-_REMOVED_CHARS = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f\x80-\x84\x86-\x9f\u202d\u202e]")
+# --- What is written as an entity ----------------------------------------------------
 
-# Unicode tag characters mirror ASCII invisibly (U+E0041 is a hidden "A"); some models
-# read them, so they are matched as the ASCII they stand for.
-_TAG_CHARACTERS = range(0xE0020, 0xE007F)
-_TAG_OFFSET = 0xE0000
-
-_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Mn", "Me"})
-# Letters that draw nothing (Hangul fillers) and the blank braille cell.
-_BLANK_CHARACTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-
-# Characters drawn like the ones the fence depends on, beyond what NFKD already folds
-# (fullwidth, small and mathematical forms). From Unicode's confusables data, plus the
-# small capitals and the Cyrillic small em that read as "memory" in a tag.
-_LOOKALIKES = {
-    "<": "˂ᐸᚲ‹❮𝈶〈〈⟨⟪❬❰⧼《≺≪",
-    "/": "᜵⁁⁄∕╱⟋⧸Ⳇ〳ノ㇓丿𝈺\\",
-    "|": (
-        "∣│┃❘ǀ⏐⎪⏽¦￨"
-        # Letters and digits drawn as a bar (Greek, Cyrillic, Hebrew, Arabic, ...).
-        "ƖΙІӀ\u05c0\u05d5\u05df\u0627\u0661\u06f1\u07ca\u16c1\u2c92\u2d4f\ua4f2\U0001028a\U00010309\U00010320\U00016f28\U0001e8c7"
-    ),
-    "m": "ΜϺМмᴍᎷᗰᛖⲘꓟ𐊰𐌑𑜀𑣣",
-    "e": "ΕЕеҽᴇᎬ℮⋿ⴹꓰꬲ𐊆𑢦𑢮",
-    "o": (
-        "0ΟοσОоՕօ\u05e1\u0647٥\u06be\u06c1\u06d5۵\u07c0०০੦૦ଠ୦௦ం౦ಂ೦ംഠ൦ං๐໐ဝ၀ჿዐᴏᴑⲞⲟⵔ〇ꓳꬽ𐊒𐊫𐐄𐐬𐓂𐓪𐔖𑓐𑢵𑣈𑣗𑣠"
-    ),
-    "r": "ƦгʀᎡᏒᖇᴦⲅꓣꭇꭈꮁ𐒴𖼵𝈖",
-    "y": "ɣʏΥγУуҮүყᎩᎽᶌỿⲨꓬꭚ𐊲𑢤𑣜𖽃",
+# Every character that is "<", ">" or "&" under compatibility decomposition (NFKD) or in
+# Unicode's confusables data, every character Unicode names an angle bracket, an angle
+# quotation mark or a bare less-than/greater-than sign, but no invisible one (those are
+# dropped, below). Generated once from the Unicode data of Python 3.11 (Unicode 14);
+# tests/retrieval/test_render_alphabet.py derives it again and fails when they differ.
+ESCAPED_CHARACTERS = (
+    "&<>"
+    "\xab\xbb\u2039\u203a"  # « » ‹ ›
+    "\ufe60\ufe64\ufe65\uff06\uff1c\uff1e"  # small and fullwidth & < >
+    "\u2329\u232a\u3008\u3009\u300a\u300b\ufe3d\ufe3e\ufe3f\ufe40"  # CJK angle brackets
+    "\u27e8\u27e9\u27ea\u27eb\u2991\u2992\u2993\u2994\u2995\u2996\u29fc\u29fd"  # maths ⟨ ⟩
+    "\u276c\u276d\u276e\u276f\u2770\u2771"  # ornaments ❬ ❭ ❮ ❯ ❰ ❱
+    "\u226a\u226b\u226e\u226f\u22d8\u22d9\u29c0\u29c1\u2aa1\u2aa2\u2aa4\u2aa5\u2af7\u2af8"  # ≪ ≫
+    # Confusables data: modifier arrowheads, Canadian syllabics PA and PO, runic kauna,
+    # Latin small um (drawn as "&"), Miao archaic zza, Greek instrumental notation.
+    "\u02c2\u02c3\u1433\u1438\u16b2\ua778\U00016f3f\U0001d236\U0001d237"
+)
+# The well-known names read best; every other character gets its code point.
+_NAMED_ENTITIES = {
+    "&": "&amp;",
+    "<": "&lt;",
+    ">": "&gt;",
+    "\xab": "&laquo;",
+    "\xbb": "&raquo;",
+    "\u2039": "&lsaquo;",
+    "\u203a": "&rsaquo;",
 }
-_LOOKALIKE_OF = {char: plain for plain, chars in _LOOKALIKES.items() for char in chars}
+ENTITIES = {char: _NAMED_ENTITIES.get(char, f"&#x{ord(char):X};") for char in ESCAPED_CHARACTERS}
+_ENTITY_TABLE = str.maketrans(ENTITIES)
 
-# Over the skeleton (see _skeleton): an opening or closing fence tag, with any spacing
-# and slashes inside it, spaced-out letters, "rn" drawn as "m"; or the "<|" (spaced or
-# not) that starts a chat-template token (<|im_start|>, <|endoftext|>, <|eot_id|>, ...). Possessive
-# repetition never backtracks, so the scan stays linear however hostile the input.
-_FORBIDDEN_OPENING = re.compile(r"<(?:[ /]*+(?:m|rn) *+e *+(?:m|rn) *+o *+r *+y| *+\|)")
+# A bracketed word is how several model families spell their control tokens ([INST],
+# [/INST], [TOOL_CALLS], [gMASK], [control_8]), and tokenizers that parse special tokens
+# out of text turn them into real ones. Its "[" is written as an entity.
+_BRACKET_TOKEN = re.compile(r"\[(?=/?[A-Za-z_][A-Za-z0-9_]*\])")
+BRACKET_ENTITY = "&#x5B;"
+
+# --- What is dropped: characters that draw nothing -------------------------------------
+
+# Control characters other than tab and the line breaks above; Unicode's default-ignorable
+# code points (zero-width characters, bidi controls, the word joiner, the BOM, soft hyphen,
+# variation selectors, Hangul fillers, tag characters, ...); the interlinear annotation
+# marks and the object replacement character, which stand for something that is not there.
+# tests/retrieval/test_render_alphabet.py checks this against the Unicode data.
+_INVISIBLE_CLASS = (
+    "\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f"
+    "\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffc"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
+)
+_INVISIBLE_RUN = re.compile(f"[{_INVISIBLE_CLASS}]+")
+_INVISIBLE_CHAR = re.compile(f"[{_INVISIBLE_CLASS}]")
+
+# Kept where text needs them: a variation selector right after the character it varies
+# (one per character: 1️⃣, ❤️, 葛󠄀), and a zero-width joiner or non-joiner between two
+# non-ASCII letters, marks or symbols (emoji sequences 👩‍💻, Persian and Indic spelling)
+# or after a virama (Malayalam chillu: ക്‍).
+_PRESENTATION_SELECTORS = "\ufe0e\ufe0f"
+_VARIATION_SELECTORS = re.compile("[\u180b-\u180d\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+_JOINERS = "\u200c\u200d"
+_VIRAMA_CLASS = 9  # the canonical combining class of viramas
+# The only tag characters drawn: England, Scotland and Wales, the subdivision flags that
+# Unicode recommends for interchange (black flag, tag letters, cancel tag).
+_BLACK_FLAG = "\U0001f3f4"
+_FLAG_TAGS = tuple(
+    "".join(chr(0xE0000 + ord(letter)) for letter in region) + "\U000e007f"
+    for region in ("gbeng", "gbsct", "gbwls")
+)
 
 
-@functools.lru_cache(maxsize=65536)
-def _skeleton_char(char: str) -> str:
-    """What ``char`` looks like, for matching: '' when it draws nothing."""
-    if ord(char) in _TAG_CHARACTERS:
-        char = chr(ord(char) - _TAG_OFFSET)
-    parts = []
-    for part in unicodedata.normalize("NFKD", char):
-        if part.isspace() or part in _BLANK_CHARACTERS:
-            parts.append(" ")
-        elif unicodedata.category(part) not in _INVISIBLE_CATEGORIES:
-            folded = part.casefold()
-            parts.append(_LOOKALIKE_OF.get(part) or _LOOKALIKE_OF.get(folded) or folded)
-    return "".join(parts)
+def _is_base(char: str) -> bool:
+    """Whether a variation selector may follow ``char`` (one written as an entity varies
+    nothing)."""
+    return (
+        bool(char)
+        and not char.isspace()
+        and char not in ENTITIES
+        and not _INVISIBLE_CHAR.match(char)
+    )
 
 
-def _skeleton(text: str) -> tuple[str, list[int]]:
-    """The text as it reads, and for each of its characters the index it came from."""
-    pieces: list[str] = []
-    origins: list[int] = []
-    for index, char in enumerate(text):
-        piece = _skeleton_char(char)
-        if piece:
-            pieces.append(piece)
-            origins.extend([index] * len(piece))
-    return "".join(pieces), origins
+def _joins(char: str) -> bool:
+    """Whether ``char`` may stand either side of a zero-width joiner or non-joiner (one
+    written as an entity joins nothing)."""
+    return (
+        bool(char)
+        and not char.isascii()
+        and char not in ENTITIES
+        and unicodedata.category(char)[0] in "LMS"
+    )
 
 
-def _neutralise_tags(text: str) -> str:
-    # In plain ASCII only "<" itself can draw a "<"; most memories take this exit.
-    if text.isascii() and "<" not in text:
+def _is_virama(char: str) -> bool:
+    # After a virama a joiner picks the half or chillu form, at the end of a word too.
+    return bool(char) and unicodedata.combining(char) == _VIRAMA_CLASS
+
+
+def invisible_positions(text: str) -> Iterator[int]:
+    """Positions in ``text`` of the characters that draw nothing and the block drops."""
+    for run in _INVISIBLE_RUN.finditer(text):
+        start, end = run.span()
+        before = text[start - 1] if start else ""
+        after = text[end] if end < len(text) else ""
+        first, last = start, before
+        if before == _BLACK_FLAG:
+            for tags in _FLAG_TAGS:
+                if text.startswith(tags, start):
+                    first, last = start + len(tags), tags[-1]
+                    break
+        for index in range(first, end):
+            char = text[index]
+            if _VARIATION_SELECTORS.match(char):
+                kept = _is_base(last) and (char in _PRESENTATION_SELECTORS or not last.isascii())
+            elif char in _JOINERS:
+                kept = index == end - 1 and ((_joins(last) and _joins(after)) or _is_virama(last))
+            else:
+                kept = False
+            if kept:
+                last = char
+            else:
+                yield index
+
+
+def drop_invisibles(text: str) -> str:
+    """``text`` without the characters that draw nothing (see ``invisible_positions``)."""
+    dropped = list(invisible_positions(text))
+    if not dropped:
         return text
-    skeleton, origins = _skeleton(text)
-    starts = {origins[match.start()] for match in _FORBIDDEN_OPENING.finditer(skeleton)}
-    if not starts:
-        return text
-    # Whatever drew the "<" becomes "&lt;": without it there is no tag, and the rest
-    # stays readable.
-    return "".join("&lt;" if index in starts else char for index, char in enumerate(text))
+    pieces, start = [], 0
+    for index in dropped:
+        pieces.append(text[start:index])
+        start = index + 1
+    pieces.append(text[start:])
+    return "".join(pieces)
 
 
 def _flatten_lines(text: str) -> str:
@@ -120,18 +174,28 @@ def _flatten_lines(text: str) -> str:
     return LINE_BREAK_MARK.join(line for line in lines if line)
 
 
-def escape_content(content: str) -> str:
-    """Memory content made safe to place inside the fence.
+def readable_text(content: str) -> str:
+    """What the model reads of ``content`` once the entities are read back: the content
+    without the characters that draw nothing, on one line."""
+    return _flatten_lines(drop_invisibles(content))
 
-    Nothing in the result can close the fence or open a new one (whatever the
-    spelling, look-alike characters or invisible characters used), start a
-    chat-template token, or begin a line of its own: line breaks become
-    LINE_BREAK_MARK, so no content can forge an item or a role line.
-    Text without such constructs comes back unchanged.
+
+def escape_content(content: str) -> str:
+    """Memory content made safe to place inside the fence: nothing in it is markup.
+
+    Every character drawn as, decomposing to or confusable with "<", ">" or "&"
+    (ESCAPED_CHARACTERS) is written as an entity, and so is the "[" of a bracketed
+    word, so no tag, entity or chat-template token can appear whatever the script.
+    Characters that draw nothing are dropped, and line breaks become
+    LINE_BREAK_MARK so no content begins a line of its own. Reading the entities
+    back (``html.unescape``) gives ``readable_text(content)``.
     """
-    text = _neutralise_tags(content)
-    text = _REMOVED_CHARS.sub("", text)
-    return _flatten_lines(text)
+    text = readable_text(content)
+    if text.isascii():  # most memories: three replaces are much faster than translate
+        text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    else:
+        text = text.translate(_ENTITY_TABLE)
+    return _BRACKET_TOKEN.sub(BRACKET_ENTITY, text) if "[" in text else text
 
 
 def render_item(memory_type: str, content: str) -> str:

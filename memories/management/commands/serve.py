@@ -58,7 +58,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--web-workers",
             type=int,
-            default=int(os.environ.get("TIMOTHY_WEB_WORKERS", "2")),
+            default=settings.WEB_WORKERS,
             help="gunicorn worker processes for the public site (default 2).",
         )
 

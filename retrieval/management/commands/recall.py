@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
 from memories.management.base import SchemaCommand
-from retrieval.constants import PIPELINES
+from retrieval.constants import PIPELINES, PROFILES
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
 
@@ -22,6 +22,9 @@ class Command(SchemaCommand):
         parser.add_argument("--owner", required=True, help="the owner's username")
         parser.add_argument("--budget", type=int, default=None, help="token budget")
         parser.add_argument("--pipeline", choices=PIPELINES, default=None)
+        parser.add_argument(
+            "--profile", choices=list(PROFILES), default=None, help="fusion profile"
+        )
         parser.add_argument("--as-of", default=None, help="ISO-8601 moment to replay the store at")
         parser.add_argument("--type", action="append", dest="types", help="memory type (repeat)")
         parser.add_argument("--json", action="store_true", help="print the search API's JSON")
@@ -48,6 +51,7 @@ class Command(SchemaCommand):
                 as_of=as_of,
                 explain=options["explain"],
                 dry_run=options["dry_run"],
+                profile=options["profile"],
             )
         except ValueError as error:
             raise CommandError(str(error))

@@ -33,7 +33,7 @@ def remove_schedule(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memories", "0005_memory_awaiting_embedding_index"),
+        ("memories", "0010_memory_awaiting_embedding_index"),
         ("django_q", "0019_alter_task_options_alter_ormq_key_alter_ormq_lock_and_more"),
     ]
 

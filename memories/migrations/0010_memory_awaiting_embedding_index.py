@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memories", "0004_hnsw_ef_construction_128"),
+        ("memories", "0009_idempotency_key_digest"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
