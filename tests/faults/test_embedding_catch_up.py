@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import threading
 from datetime import timedelta
@@ -178,10 +179,13 @@ def test_it_embeds_a_memory_whose_vector_was_lost_to_a_database_restart(
     memory = remember(service, "Alice hides the marker under the mat.")
     wait_for(holding_fake.holding.is_set, START_TIMEOUT, "the worker to ask for the vector")
 
-    # The worker's connection dies with the server: storing the vector fails.
+    # The worker's connection dies with the server: storing the vector fails,
+    # and the catch-up stores it. (On a busy machine serve may notice the server
+    # down first and the worker's task run again on a new connection: then the
+    # vector comes without a catch-up. Either way it must come, with no restart.)
     restart_postgres(service.data_dir)
     holding_fake.released.set()
-    service.wait_for_output(rf"Could not store the embedding of memory {memory['id']}")
 
     wait_for(lambda: has_vector(service, memory["id"]), CATCH_UP_DEADLINE, "the vector")
-    service.wait_for_output(r"Embedding catch-up: 1 waiting for a vector, 1 embedded")
+    if re.search(rf"Could not store the embedding of memory {memory['id']}\b", service.output):
+        service.wait_for_output(r"Embedding catch-up: 1 waiting for a vector, 1 embedded")
