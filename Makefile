@@ -16,7 +16,7 @@ $(VENV)/.runtime-installed: requirements.txt | $(PY)
 	$(PY) -m pip install -q -r requirements.txt
 	touch $@
 
-$(VENV)/.test-installed: requirements-test.txt $(VENV)/.runtime-installed
+$(VENV)/.test-installed: requirements-test.txt client/pyproject.toml $(VENV)/.runtime-installed
 	$(PY) -m pip install -q -r requirements-test.txt
 	touch $@
 

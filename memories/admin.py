@@ -8,13 +8,16 @@ are read-only, and a token's secret is never shown, only its prefix.
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
-from memories.models import ApiToken, IllegalTransition, Memory, MemoryEvent
+from memories.forms import RedactForm
+from memories.models import ApiToken, IllegalTransition, Memory, MemoryEvent, RedactionRefused
 
 # The channel recorded on events of changes made here.
 VIA_ADMIN = "admin"
@@ -97,7 +100,13 @@ class MemoryAdmin(NoDeleteAdmin):
     )
     readonly_fields = fields
     inlines = (MemoryEventInline,)
-    actions = ("confirm_memories", "reject_memories", "reconfirm_memories", "archive_memories")
+    actions = (
+        "confirm_memories",
+        "reject_memories",
+        "reconfirm_memories",
+        "archive_memories",
+        "redact_memories",
+    )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         # The vector and the search document are large; the admin shows only a flag.
@@ -177,6 +186,51 @@ class MemoryAdmin(NoDeleteAdmin):
     @admin.action(description="Archive selected active memories", permissions=["transition"])
     def archive_memories(self, request: HttpRequest, queryset: QuerySet) -> None:
         self._transition(request, queryset, "archive")
+
+    @admin.action(
+        description="Redact selected memories (erase their text)…", permissions=["transition"]
+    )
+    def redact_memories(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+        """An intermediate page says what will be erased and asks for a reason first."""
+        memories = list(queryset.select_related("owner").order_by("id"))
+        confirmed = request.POST.get("redact_confirmed") == "yes"
+        form = RedactForm(request.POST if confirmed else None)
+        if confirmed and form.is_valid():
+            self._redact(request, memories, form.cleaned_data)
+            return None
+        for memory in memories:
+            memory.chain_size = len(Memory.objects.chain(memory))
+        return TemplateResponse(
+            request,
+            "admin/memories/memory/redact_confirmation.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "Redact these memories?",
+                "opts": self.model._meta,
+                "memories": memories,
+                "form": form,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            },
+        )
+
+    def _redact(self, request: HttpRequest, memories: list[Memory], data: dict) -> None:
+        erased, refused = 0, []
+        for memory in memories:
+            try:
+                result = memory.redact(
+                    chain=data["scope"] == "chain",
+                    actor=request.user,
+                    via=VIA_ADMIN,
+                    reason=data["reason"],
+                )
+            except (IllegalTransition, RedactionRefused) as error:
+                refused.append(error.message)
+            else:
+                erased += len(result.memory_ids)
+        if erased:
+            self.message_user(request, f"Redacted {erased} memory versions: their text is erased.")
+        for reason in refused:
+            self.message_user(request, reason, messages.WARNING)
 
 
 @admin.register(MemoryEvent)

@@ -3,7 +3,7 @@ and the one recall entry point.
 
     GET  /v1/memories                list, filter, paginate (newest first)
     POST /v1/memories                create (remember: active; propose: staged)
-    POST /v1/memories/{id}           confirm | reject | reconfirm | archive | supersede
+    POST /v1/memories/{id}           one action (confirm, reject, restore, ..., redact)
     GET  /v1/memories/{id}/chain     the supersede chain, oldest first, with events
     POST /v1/memories/search         retrieval: memories plus the fenced block
 
@@ -22,7 +22,6 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchQuery
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
@@ -35,6 +34,7 @@ from rest_framework.views import APIView
 
 from memories.api_schema import (
     CHAIN_EXAMPLE,
+    CREATED_EXAMPLE,
     IDEMPOTENCY_PARAMETER,
     MEMORY_EXAMPLE,
     MEMORY_ID_PARAMETER,
@@ -43,10 +43,13 @@ from memories.api_schema import (
 )
 from memories.errors import ApiError, LengthRequired, PayloadTooLarge
 from memories.idempotency import run_idempotently
-from memories.models import Memory, MemoryEvent
+from memories.models import IllegalTransition, Memory, MemoryEvent, RedactionRefused
+from memories.provenance import token_metadata
+from memories.related import RelatedResult, find_related
 from memories.serializers import (
     ALL_STATUSES,
     ChainSerializer,
+    CreatedMemorySerializer,
     MemoryActionSerializer,
     MemoryCreateSerializer,
     MemoryListQuerySerializer,
@@ -54,6 +57,7 @@ from memories.serializers import (
     MemorySerializer,
     SearchResultSerializer,
     SearchSerializer,
+    reject_lone_surrogates,
 )
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
@@ -80,11 +84,13 @@ class LimitedJSONParser(JSONParser):
         if len(raw) > limit:
             raise PayloadTooLarge(limit)
         try:
-            return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+            data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ParseError(f"The body is not valid JSON: {exc}")
         except RecursionError:
             raise ParseError("The body is nested too deeply.")
+        reject_lone_surrogates(data)
+        return data
 
 
 def _reject_constant(name: str):
@@ -217,7 +223,7 @@ def list_memories(
             )
         )
     if q:
-        memories = memories.filter(tsv=SearchQuery(q, config="english", search_type="websearch"))
+        memories = memories.matching(q)
     if cursor:
         created_at, memory_id = decode_cursor(cursor)
         memories = memories.filter(
@@ -283,11 +289,16 @@ class MemoryCollectionView(ApiView):
         operation_id="create_memory",
         summary="Create a memory",
         description="mode remember: the owner's explicit fact, active at once with "
-        "confidence 1 and source remember. mode propose: staged for the owner's "
-        "confirmation queue.",
+        "confidence 1 and source remember; if it duplicates an active memory, it is written "
+        "as that memory's new version (one copy, history kept). mode propose: staged for the "
+        "owner's confirmation queue. Every answer lists the active memories the new one "
+        "repeats (duplicate) or updates (update) in related.",
         request=MemoryCreateSerializer,
         parameters=[IDEMPOTENCY_PARAMETER],
-        responses={201: MemorySerializer, **error_responses(400, 401, 413, 415, 422, 429, 503)},
+        responses={
+            201: CreatedMemorySerializer,
+            **error_responses(400, 401, 413, 415, 422, 429, 503),
+        },
         examples=[
             OpenApiExample(
                 "remember",
@@ -311,38 +322,72 @@ class MemoryCollectionView(ApiView):
                 },
                 request_only=True,
             ),
-            OpenApiExample("created", value=MEMORY_EXAMPLE, response_only=True),
+            OpenApiExample("created", value=CREATED_EXAMPLE, response_only=True),
         ],
     )
     def post(self, request: Request) -> Response:
         body = MemoryCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        return run_idempotently(request, lambda: self._create(request.user, body.validated_data))
+        return run_idempotently(
+            request, lambda: self._create(request.user, body.validated_data, request.auth)
+        )
 
     @staticmethod
-    def _create(owner, data: dict) -> Response:
+    def _create(owner, data: dict, token=None) -> Response:
         fields = {
             "entities": data.get("entities", ()),
             "session_id": data.get("session_id", ""),
+            "metadata": token_metadata(token),
             "actor": owner,
             "via": "api",
         }
+        found = find_related(owner, data["content"], entities=fields["entities"])
         if data["mode"] == MemoryCreateSerializer.Mode.REMEMBER:
-            memory = Memory.remember(owner, data["content"], data["type"], **fields)
+            memory = remember_once(owner, data["content"], data["type"], found, **fields)
         else:
             if "confidence" in data:
                 fields["confidence"] = data["confidence"]
             memory = Memory.propose(owner, data["content"], data["type"], **fields)
-        return Response(memory_to_dict(memory), status=status.HTTP_201_CREATED)
+        if found.embedding is not None:
+            # Computed for the check already: the background task need not do it again.
+            Memory.objects.filter(pk=memory.pk, embedding__isnull=True).update(
+                embedding=found.embedding
+            )
+        body = memory_to_dict(memory) | {"related": found.to_list()}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+def remember_once(owner, content: str, type: str, found: RelatedResult, **fields) -> Memory:
+    """Remember a fact; one that duplicates an active memory becomes its new version,
+    so the store keeps one copy (in the owner's latest words) and its history."""
+    for duplicate in found.duplicates:
+        try:
+            return Memory.remember(
+                owner,
+                content,
+                type,
+                replaces=duplicate.memory,
+                reason=f"remembered again (duplicate of memory {duplicate.memory.pk})",
+                **fields,
+            )
+        except IllegalTransition:
+            continue  # replaced meanwhile: try the next, or write it beside them
+    return Memory.remember(owner, content, type, **fields)
 
 
 class MemoryDetailView(ApiView):
     @extend_schema(
         operation_id="act_on_memory",
-        summary="Confirm, reject, reconfirm, archive or supersede a memory",
-        description="confirm / reject a proposed memory; reconfirm (reset its decay) or "
-        "archive an active one; supersede an active or proposed one with a new version "
-        "(content, optionally type and entities), answered 201 with the new head.",
+        summary="Confirm, reject, restore, reconfirm, archive, supersede or redact a memory",
+        description="confirm / reject a proposed memory (confirm with replaces: N makes it "
+        "the new version of active memory N, in one transaction; 404 if N is not yours, "
+        "409 if N is no longer active); restore a rejected one to the confirmation queue; "
+        "reconfirm (reset its decay) or archive an active one; supersede an active or "
+        "proposed one with a new version (content, optionally type and entities), answered "
+        "201 with the new head; redact any memory that is not yet redacted (a reason is "
+        "required; chain: true erases every version of its chain): its text, entities and "
+        "embedding are erased for good and the row stays in its chain, answered 200 with "
+        "the redacted memory.",
         parameters=[MEMORY_ID_PARAMETER, IDEMPOTENCY_PARAMETER],
         request=MemoryActionSerializer,
         responses={
@@ -352,6 +397,17 @@ class MemoryDetailView(ApiView):
         },
         examples=[
             OpenApiExample("confirm", value={"action": "confirm"}, request_only=True),
+            OpenApiExample(
+                "confirm as a new version",
+                value={"action": "confirm", "replaces": 42, "reason": "new seat preference"},
+                request_only=True,
+            ),
+            OpenApiExample("restore", value={"action": "restore"}, request_only=True),
+            OpenApiExample(
+                "redact",
+                value={"action": "redact", "chain": True, "reason": "a password, by mistake"},
+                request_only=True,
+            ),
             OpenApiExample(
                 "supersede",
                 value={
@@ -372,6 +428,8 @@ class MemoryDetailView(ApiView):
     @staticmethod
     def _action(owner, memory: Memory, data: dict) -> Callable[[], Response]:
         context = {"actor": owner, "via": "api", "reason": data.get("reason", "")}
+        if "replaces" in data:
+            context["replaces"] = owned_memory(owner, data["replaces"])
         if data["action"] == "supersede":
 
             def supersede() -> Response:
@@ -385,6 +443,17 @@ class MemoryDetailView(ApiView):
                 return Response(memory_to_dict(new), status=status.HTTP_201_CREATED)
 
             return supersede
+
+        if data["action"] == "redact":
+
+            def redact() -> Response:
+                try:
+                    memory.redact(chain=data.get("chain", False), **context)
+                except RedactionRefused as refused:
+                    raise ApiError(status.HTTP_400_BAD_REQUEST, refused.code, refused.message)
+                return Response(memory_to_dict(memory))
+
+            return redact
 
         def change() -> Response:
             getattr(memory, data["action"])(**context)

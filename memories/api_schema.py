@@ -96,6 +96,12 @@ MEMORY_EXAMPLE = {
     "superseded_by": None,
 }
 
+CREATED_EXAMPLE = MEMORY_EXAMPLE | {
+    "id": 57,
+    "content": "Prefers a window seat on long-haul flights.",
+    "related": [{"id": 42, "relation": "update", "score": 0.912}],
+}
+
 CHAIN_EXAMPLE = {
     "head_id": 57,
     "memories": [

@@ -20,7 +20,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memories import llm
-from memories.models import IllegalTransition, Memory, MemoryEvent, MemoryType
+from memories.models import IllegalTransition, Memory, MemoryEvent, MemoryType, has_visible_text
 
 logger = logging.getLogger(__name__)
 
@@ -531,7 +531,7 @@ def _merged_text(group: MergeGroup) -> str | None:
         logger.warning("Merge call failed; the strongest member gives the text: %s", error)
         return None
     content = answer.get("content")
-    if not isinstance(content, str) or not content.strip():
+    if not isinstance(content, str) or not has_visible_text(content):
         logger.warning("Merge call answered no text; the strongest member gives the text.")
         return None
     return " ".join(content.split())

@@ -25,7 +25,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from memories.models import IllegalTransition
+from memories.models import BlankContent, IllegalTransition
+from timothy.http_errors import error_body
 
 logger = logging.getLogger(__name__)
 
@@ -92,13 +93,6 @@ class LengthRequired(ApiError):
         )
 
 
-def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if details is not None:
-        error["details"] = details
-    return {"error": error}
-
-
 def error_response(
     status_code: int,
     code: str,
@@ -151,6 +145,12 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         exc = exceptions.NotFound("No such memory.")
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
+
+    if isinstance(exc, BlankContent):
+        set_rollback()
+        return error_response(
+            status.HTTP_400_BAD_REQUEST, "invalid_request", f"content: {exc.message}"
+        )
 
     if isinstance(exc, IllegalTransition):
         set_rollback()

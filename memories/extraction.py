@@ -4,7 +4,9 @@ The LLM reads the user's and the assistant's turns and names the facts the
 *user* stated or clearly implied, each tied to the user turn it came from.
 Assistant turns are context only; system text is never sent or stored. Every
 fact becomes a ``proposed`` memory with its provenance, unless the owner
-already holds it. All facts of one call are written in one transaction.
+already holds it: the same text, or a duplicate of an active memory or a
+pending proposal as ``memories.related`` classifies it (the skipped facts are
+logged and counted in the result). All facts of one call are written in one transaction.
 """
 
 from __future__ import annotations
@@ -18,18 +20,16 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.utils.dateparse import parse_datetime
-from pgvector.django import CosineDistance
 
 from memories import llm
-from memories.models import Memory, MemoryType
+from memories.models import Memory, MemoryType, has_visible_text
+from memories.related import Probe, related_for_probes
 from retrieval.embeddings import EmbeddingError, get_provider
 
 logger = logging.getLogger(__name__)
 
 PHASES = ("turn_end", "pre_compaction")
 ROLES = ("user", "assistant", "system", "tool")
-# A fact this close (cosine) to an active memory is already held.
-DUPLICATE_MIN_COSINE = 0.95
 # At most this many facts are taken from one call; the rest are dropped.
 MAX_FACTS_PER_CALL = 30
 # Only these types may be promoted without the owner: stable facts and tastes,
@@ -169,14 +169,15 @@ def _parse_at(value: str) -> datetime | None:
         return None
 
 
-def extract(owner, session_id: str, phase: str, turns: list[Turn]) -> list[Memory]:
-    """Ask the LLM for facts and propose the new ones; return the memories written.
+def extract(owner, session_id: str, phase: str, turns: list[Turn]) -> ExtractionResult:
+    """Ask the LLM for facts and propose the new ones; return the memories written
+    and the facts skipped because the owner already holds them.
 
     Raises ``llm.LLMError`` (nothing written) when the model fails or answers
     something that is not a list of facts.
     """
     if not any(turn.role == "user" and turn.content.strip() for turn in turns):
-        return []
+        return ExtractionResult()
     answer = llm.complete_json(
         SYSTEM_PROMPT,
         render_conversation(turns),
@@ -184,8 +185,16 @@ def extract(owner, session_id: str, phase: str, turns: list[Turn]) -> list[Memor
         schema=FACTS_SCHEMA,
     )
     facts = parse_facts(answer, turns)
-    facts = drop_held(owner, facts)
-    return propose_facts(owner, session_id, phase, turns, facts)
+    facts, skipped = drop_held(owner, facts)
+    for fact in skipped:
+        logger.info(
+            "Extraction skipped a fact already held (%s, memory %s): %.200r",
+            fact.why,
+            fact.duplicate_of,
+            fact.content,
+        )
+    written = propose_facts(owner, session_id, phase, turns, facts)
+    return ExtractionResult(written=written, skipped=skipped)
 
 
 def render_conversation(turns: list[Turn]) -> str:
@@ -225,7 +234,7 @@ def _fact_from(item: object, turns: list[Turn]) -> Fact | None:
     if kind not in MemoryType.values or not isinstance(content, str):
         return None
     content = " ".join(content.split())
-    if not content or len(content) > settings.MAX_CONTENT_CHARS:
+    if not has_visible_text(content) or len(content) > settings.MAX_CONTENT_CHARS:
         return None
     if isinstance(turn, bool) or not isinstance(turn, int) or not 0 <= turn < len(turns):
         return None
@@ -253,53 +262,87 @@ def normalized_text(text: str) -> str:
     return _TRAILING.sub("", " ".join(text.split()).lower())
 
 
-def drop_held(owner, facts: list[Fact]) -> list[Fact]:
-    """Leave out facts the owner already holds: same normalised text, or cosine ≥ 0.95."""
+@dataclass(frozen=True)
+class SkippedFact:
+    """A fact left out because the owner already holds it."""
+
+    content: str
+    # The memory it repeats (None when only its text matched a rejected one, say).
+    duplicate_of: int | None
+    why: str
+
+
+@dataclass
+class ExtractionResult:
+    written: list[Memory] = field(default_factory=list)
+    skipped: list[SkippedFact] = field(default_factory=list)
+
+
+def drop_held(owner, facts: list[Fact]) -> tuple[list[Fact], list[SkippedFact]]:
+    """Leave out facts the owner already holds: the same text as an active,
+    proposed or rejected memory, or a duplicate (memories.related) of an active
+    memory or a pending proposal. Returns (facts kept, facts skipped)."""
     if not facts:
-        return []
+        return [], []
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            SELECT DISTINCT regexp_replace(
-                lower(regexp_replace(btrim(content), '\\s+', ' ', 'g')), '[\\s.!?;,]+$', '')
+            SELECT DISTINCT ON (1) regexp_replace(
+                lower(regexp_replace(btrim(content), '\\s+', ' ', 'g')), '[\\s.!?;,]+$', ''),
+                id
             FROM {Memory._meta.db_table}
             WHERE owner_id = %s AND status = ANY(%s)
             AND regexp_replace(
                 lower(regexp_replace(btrim(content), '\\s+', ' ', 'g')), '[\\s.!?;,]+$', ''
             ) = ANY(%s)
+            ORDER BY 1, id DESC
             """,
             [owner.pk, list(HELD_STATUSES), [normalized_text(f.content) for f in facts]],
         )
-        held = {row[0] for row in cursor.fetchall()}
-    fresh = [fact for fact in facts if normalized_text(fact.content) not in held]
-    return _drop_close_to_active(owner, fresh)
+        held = dict(cursor.fetchall())
+    fresh, skipped = [], []
+    for fact in facts:
+        memory_id = held.get(normalized_text(fact.content))
+        if memory_id is None:
+            fresh.append(fact)
+        else:
+            skipped.append(SkippedFact(fact.content, memory_id, "same text"))
+    kept, duplicates = _drop_duplicates(owner, fresh)
+    return kept, skipped + duplicates
 
 
-def _drop_close_to_active(owner, facts: list[Fact]) -> list[Fact]:
+def _drop_duplicates(owner, facts: list[Fact]) -> tuple[list[Fact], list[SkippedFact]]:
+    if not facts:
+        return [], []
+    vectors: list[list[float]] | list[None] = [None] * len(facts)
     provider = get_provider()
-    if provider is None or not facts:
-        return facts
-    try:
-        vectors = provider.embed([fact.content for fact in facts])
-    except EmbeddingError as error:
-        logger.warning("Extraction could not embed facts for the duplicate check: %s", error)
-        return facts
-    kept = []
-    for fact, vector in zip(facts, vectors, strict=True):
-        nearest = (
-            Memory.objects.for_owner(owner)
-            .active()
-            .filter(embedding__isnull=False)
-            .annotate(distance=CosineDistance("embedding", vector))
-            .order_by("distance")
-            .values_list("distance", flat=True)
-            .first()
+    if provider is not None:
+        try:
+            vectors = provider.embed([fact.content for fact in facts])
+        except EmbeddingError as error:
+            logger.warning("Extraction could not embed facts for the duplicate check: %s", error)
+    probes = [
+        Probe(
+            key=index,
+            content=fact.content,
+            entities=tuple(fact.entities),
+            embedding=tuple(vector) if vector is not None else None,
         )
-        if nearest is not None and 1 - nearest >= DUPLICATE_MIN_COSINE:
+        for index, (fact, vector) in enumerate(zip(facts, vectors, strict=True))
+    ]
+    results = related_for_probes(owner, probes, include_proposals=True)
+    kept, skipped = [], []
+    for index, (fact, vector) in enumerate(zip(facts, vectors, strict=True)):
+        duplicates = results[index].duplicates
+        if duplicates:
+            best = duplicates[0]
+            skipped.append(
+                SkippedFact(fact.content, best.memory.pk, f"duplicate (score {best.score:.2f})")
+            )
             continue
         fact.embedding = vector
         kept.append(fact)
-    return kept
+    return kept, skipped
 
 
 def auto_promote_threshold() -> float | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
-from memories.models import Memory
+from memories.models import BlankContent, Memory, has_visible_text
+from memories.vocabulary import type_choices
 from retrieval.constants import LEGS, PIPELINES
 
 REASON_MAX_CHARS = 500
@@ -26,20 +27,58 @@ class ReasonForm(forms.Form):
     )
 
 
-class MemoryEditForm(forms.Form):
-    """A new version of a memory: supersede on an active one, edit-then-confirm on a proposal."""
+class MemoryFieldsForm(forms.Form):
+    """What a memory says: its text, type and entities."""
 
     content = forms.CharField(
         max_length=settings.MAX_CONTENT_CHARS,
         strip=True,
-        widget=forms.Textarea(attrs={"rows": 4}),
+        widget=forms.Textarea(attrs={"rows": 4, "dir": "auto"}),
     )
-    type = forms.ChoiceField(choices=Memory.Type.choices)
+    type = forms.ChoiceField(choices=type_choices)
     entities = forms.CharField(
         required=False,
         max_length=2000,
         help_text="Separate names with commas.",
+        widget=forms.TextInput(attrs={"dir": "auto"}),
     )
+
+    def clean_content(self) -> str:
+        content = self.cleaned_data["content"]
+        if not has_visible_text(content):
+            raise forms.ValidationError(BlankContent.message, code="blank")
+        return content
+
+    def clean_entities(self) -> list[str]:
+        return split_entities(self.cleaned_data["entities"])
+
+
+class MemoryAddForm(MemoryFieldsForm):
+    """A memory the owner writes: remembered at once, like the API's mode remember."""
+
+    content = forms.CharField(
+        max_length=settings.MAX_CONTENT_CHARS,
+        strip=True,
+        label="What should your assistant remember?",
+        widget=forms.Textarea(attrs={"rows": 2, "dir": "auto"}),
+    )
+    entities = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Entities (optional)",
+        help_text="People, places or things it names, separated by commas.",
+        widget=forms.TextInput(attrs={"dir": "auto"}),
+    )
+
+    def __init__(self, *args, **kwargs) -> None:
+        # Its own ids: it shares pages with the filters, which have a "type" too.
+        kwargs.setdefault("auto_id", "add-%s")
+        super().__init__(*args, **kwargs)
+
+
+class MemoryEditForm(MemoryFieldsForm):
+    """A new version of a memory: supersede on an active one, edit-then-confirm on a proposal."""
+
     reason = forms.CharField(
         required=False, max_length=REASON_MAX_CHARS, strip=True, label="Reason (optional)"
     )
@@ -53,9 +92,6 @@ class MemoryEditForm(forms.Form):
                 "entities": ", ".join(memory.entity_refs),
             }
         )
-
-    def clean_entities(self) -> list[str]:
-        return split_entities(self.cleaned_data["entities"])
 
 
 class MemoryIdsField(forms.Field):
@@ -74,6 +110,13 @@ class MemoryIdsField(forms.Field):
         if not all(str(item).isdigit() for item in values):
             raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
         return sorted({int(item) for item in values})
+
+
+class MemoryIdsForm(forms.Form):
+    ids = MemoryIdsField()
+    reason = forms.CharField(
+        required=False, max_length=REASON_MAX_CHARS, strip=True, label="Reason (optional)"
+    )
 
 
 class BulkActionForm(forms.Form):
@@ -98,7 +141,7 @@ SORTS = {
 class MemoryFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Search text")
     status = forms.ChoiceField(required=False, choices=[("", "Any status"), *Memory.Status.choices])
-    type = forms.ChoiceField(required=False, choices=[("", "Any type"), *Memory.Type.choices])
+    type = forms.ChoiceField(required=False, choices=[("", "Any type"), *type_choices()])
     source = forms.ChoiceField(required=False, choices=[("", "Any source"), *Memory.Source.choices])
     entity = forms.CharField(required=False, max_length=200)
     created_from = forms.DateField(
@@ -146,7 +189,7 @@ class InspectForm(forms.Form):
         choices=[(name, name.capitalize()) for name in LEGS],
         initial=list(LEGS),
         widget=forms.CheckboxSelectMultiple,
-        label="Legs (fusion)",
+        label="Legs (fusion only)",
         help_text="None ticked: all legs.",
     )
 
@@ -157,4 +200,22 @@ class TokenForm(forms.Form):
         strip=True,
         label="Token name",
         help_text="Where the token will be used, e.g. “laptop assistant”.",
+    )
+
+
+class RedactForm(forms.Form):
+    """Erase a memory's text: this version, or every version of its chain."""
+
+    SCOPES = [
+        ("version", "This version only"),
+        ("chain", "Every version of its chain"),
+    ]
+
+    scope = forms.ChoiceField(choices=SCOPES, initial="version", widget=forms.RadioSelect)
+    reason = forms.CharField(
+        max_length=REASON_MAX_CHARS,
+        strip=True,
+        label="Reason",
+        help_text="Kept in the history. Say why without repeating what the memory says.",
+        error_messages={"required": "Give a reason: it is kept in the history."},
     )

@@ -11,6 +11,11 @@ Only successful answers are kept: a request that failed wrote nothing, so its
 retry runs again. A key reused for a different request (another path or
 another body) is a 422. Keys are kept per owner for ``IDEMPOTENCY_KEY_HOURS``;
 after that the key is free again, and the daily job deletes the records.
+
+Only a SHA-256 of each key is stored, since a client may build keys from what
+it stores. A redaction rewrites the records that held what it erases
+(``redact_records``): the answer becomes the redacted memory, and the request's
+hash is dropped, so a retry replays that answer and never writes the text again.
 """
 
 from __future__ import annotations
@@ -29,13 +34,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memories.errors import ApiError
-from memories.models import IdempotencyRecord, IllegalTransition
+from memories.models import IdempotencyRecord, IllegalTransition, Memory
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 MAX_KEY_CHARS = 200
 # Visible ASCII, no spaces: what survives every HTTP stack unchanged.
 KEY_PATTERN = rf"^[!-~]{{1,{MAX_KEY_CHARS}}}$"
+# The request hash of a record whose request a redaction erased: any body replays.
+REDACTED_REQUEST = "redacted"
 
 
 def idempotency_key(request: Request) -> str | None:
@@ -52,13 +59,18 @@ def idempotency_key(request: Request) -> str | None:
     return key
 
 
+def key_digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
 def _request_hash(data) -> str:
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _replay(record: IdempotencyRecord, endpoint: str, request_hash: str) -> Response:
-    if record.endpoint != endpoint or record.request_hash != request_hash:
+    same_request = record.request_hash in (request_hash, REDACTED_REQUEST)
+    if record.endpoint != endpoint or not same_request:
         raise ApiError(
             status.HTTP_422_UNPROCESSABLE_ENTITY,
             "idempotency_key_reused",
@@ -78,7 +90,7 @@ def expiry_cutoff() -> datetime:
 
 def _find(owner, key: str) -> IdempotencyRecord | None:
     return IdempotencyRecord.objects.filter(
-        owner=owner, key=key, created_at__gte=expiry_cutoff()
+        owner=owner, key_digest=key_digest(key), created_at__gte=expiry_cutoff()
     ).first()
 
 
@@ -100,14 +112,16 @@ def run_idempotently(request: Request, perform: Callable[[], Response]) -> Respo
     if existing is not None:
         return _replay(existing, endpoint, request_hash)
     # An expired record of this key would clash with the new one.
-    IdempotencyRecord.objects.filter(owner=owner, key=key, created_at__lt=expiry_cutoff()).delete()
+    IdempotencyRecord.objects.filter(
+        owner=owner, key_digest=key_digest(key), created_at__lt=expiry_cutoff()
+    ).delete()
     try:
         with transaction.atomic():
             response = perform()
             if status.is_success(response.status_code):
                 IdempotencyRecord.objects.create(
                     owner=owner,
-                    key=key,
+                    key_digest=key_digest(key),
                     endpoint=endpoint,
                     request_hash=request_hash,
                     response_status=response.status_code,
@@ -122,3 +136,32 @@ def run_idempotently(request: Request, perform: Callable[[], Response]) -> Respo
             raise
         return _replay(existing, endpoint, request_hash)
     return response
+
+
+def redact_records(owner_id: int, redacted: list[Memory], needles: list[str]) -> int:
+    """Rewrite the owner's records that hold what a redaction erases; how many.
+
+    A record answered with a redacted version (its id), was an action on one
+    (its path), or quotes a redacted text (``needles``, lower-cased). Its
+    answer becomes the version as it is now (or is scrubbed, if it answered
+    with another memory) and its request hash goes.
+    """
+    from memories.redaction import quotes, scrub
+    from retrieval.serialize import memory_to_dict
+
+    by_id = {memory.pk: memory for memory in redacted}
+    paths = {f"POST /v1/memories/{pk}" for pk in by_id}
+    changed = 0
+    for record in IdempotencyRecord.objects.filter(owner_id=owner_id):
+        body = record.response_body
+        answered = body.get("id") if isinstance(body, dict) else None
+        text = json.dumps(body, ensure_ascii=False)
+        if answered not in by_id and record.endpoint not in paths and not quotes(text, needles):
+            continue
+        if answered in by_id:
+            body = memory_to_dict(by_id[answered])
+        IdempotencyRecord.objects.filter(pk=record.pk).update(
+            response_body=scrub(body, needles), request_hash=REDACTED_REQUEST
+        )
+        changed += 1
+    return changed

@@ -29,7 +29,14 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from tqdm import tqdm
 
-from memories.models import Memory, MemoryEvent, normalize_entities
+from memories.models import (
+    REDACTED_CONTENT,
+    Memory,
+    MemoryEvent,
+    has_visible_text,
+    normalize_entities,
+)
+from retrieval.entities import EntityFinder, owner_entity_keys
 from retrieval.index import vector_index_paused
 
 # Rows per progress step on import, and per fetch on export.
@@ -60,6 +67,8 @@ TYPES = tuple(Memory.Type.values)
 STATUSES = tuple(Memory.Status.values)
 SOURCES = tuple(Memory.Source.values)
 DEFAULT_STATUS = Memory.Status.ACTIVE
+# Statuses of a row that may point to a successor.
+CHAINED_STATUSES = (Memory.Status.SUPERSEDED, Memory.Status.REDACTED)
 DEFAULT_SOURCE = Memory.Source.IMPORT
 DEFAULT_CONFIDENCE = Memory._meta.get_field("confidence").default
 MAX_SESSION_ID = Memory._meta.get_field("session_id").max_length
@@ -141,6 +150,8 @@ def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str
     content = record.get("content")
     if not isinstance(content, str) or not content.strip():
         raise BadLine("missing content")
+    if not has_visible_text(content):
+        raise BadLine("content has no visible text (only spaces or invisible characters)")
     if len(content) > settings.MAX_CONTENT_CHARS:
         raise BadLine(
             f"content is {len(content)} characters long; at most "
@@ -155,10 +166,20 @@ def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str
     successor_key = _label(record, "superseded_by")
     if status == Memory.Status.SUPERSEDED and successor_key is None:
         raise BadLine("status is superseded but superseded_by names no successor")
-    if status != Memory.Status.SUPERSEDED and successor_key is not None:
+    # A redacted row keeps the successor it had, if any.
+    if status not in CHAINED_STATUSES and successor_key is not None:
         raise BadLine(f"superseded_by is set but status is {status}, not superseded")
     if successor_key is not None and successor_key == key:
         raise BadLine("a memory cannot supersede itself")
+    entities = _entities(record)
+    embedding = _embedding(record)
+    if status == Memory.Status.REDACTED and (
+        content != REDACTED_CONTENT or entities or embedding is not None
+    ):
+        raise BadLine(
+            f"status is redacted, so content must be {REDACTED_CONTENT!r} "
+            "with no entities and no embedding"
+        )
 
     return (
         key,
@@ -167,7 +188,7 @@ def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str
             "content": content,
             "type": memory_type,
             "status": status,
-            "entity_refs": _entities(record),
+            "entity_refs": entities,
             "confidence": _confidence(record),
             "created_at": dates["created_at"] or now,
             "last_confirmed_at": dates["last_confirmed_at"],
@@ -175,7 +196,7 @@ def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str
             "source": source,
             "session_id": _session_id(record),
             "metadata": _metadata(record),
-            "embedding": _embedding(record),
+            "embedding": embedding,
         },
     )
 
@@ -231,10 +252,12 @@ def _label(record: dict, name: str) -> int | str | None:
     return value
 
 
-def _entities(record: dict) -> list[str]:
+def _entities(record: dict) -> list[str] | None:
+    """The line's entities; None when it has no ``entities`` key (the store then
+    finds them in the text), so an export's ``[]`` imports as no entities."""
     value = record.get("entities")
     if value is None:
-        return []
+        return None
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise BadLine("entities must be a list of strings")
     return normalize_entities(value)
@@ -321,7 +344,7 @@ def resolve_chains(parsed: list[ParsedLine], failed_keys: dict[int | str, int]) 
                     member.error = "its superseded_by chain goes round in a cycle"
                 path = path[:cycle_start]
                 break
-            if node.status != Memory.Status.SUPERSEDED:
+            if node.successor_key is None:
                 node.depth = 0
                 break
             successor = by_key.get(node.successor_key)
@@ -453,6 +476,12 @@ def _insert(
     statement-level trigger (retrieval/migrations/0003).
     """
     reason = f"imported from {source_name}" if source_name else "imported"
+    # Lines without entities get what the store finds in their text, as any
+    # memory written without them does: names the owner's memories or this
+    # file already carry, and proper nouns (retrieval/entities.py).
+    finder = EntityFinder(known=owner_entity_keys(owner.pk))
+    for item in good:
+        finder.learn(item.fields["entity_refs"] or ())
     with transaction.atomic(), connection.cursor() as cursor:
         # In file order, so an export lists the memories in the order they came.
         ids = sorted(_reserve_ids(cursor, len(good)))
@@ -462,6 +491,10 @@ def _insert(
         with cursor.cursor.copy(_copy_sql(Memory, MEMORY_COLUMNS)) as copy:
             for written, item in enumerate(in_order, start=1):
                 fields = item.fields
+                entities = fields["entity_refs"]
+                if entities is None:
+                    entities = finder.find(fields["content"])
+                    finder.learn(entities)
                 copy.write_row(
                     (
                         pk_of[item.line],
@@ -469,7 +502,7 @@ def _insert(
                         fields["type"],
                         fields["content"],
                         fields["status"],
-                        fields["entity_refs"],
+                        entities,
                         _vector_literal(fields["embedding"]),
                         fields["confidence"],
                         fields["source"],
@@ -557,7 +590,11 @@ def _vector_literal(embedding: list[float] | None) -> str | None:
 
 
 def memory_record(memory: Memory) -> dict[str, Any]:
-    """One memory as an export line; ``id``/``superseded_by`` let import rebuild chains."""
+    """One memory as an export line; ``id``/``superseded_by`` let import rebuild chains.
+
+    A redacted memory is written as the database holds it: the stub for
+    content, no entities, no embedding, status redacted.
+    """
     return {
         "id": memory.pk,
         "content": memory.content,

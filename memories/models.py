@@ -10,17 +10,24 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchQuery, SearchVector, SearchVectorField
 from django.db import connection, models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
+
+from memories.matching import search_terms, term_pattern
+
+if TYPE_CHECKING:
+    from memories.redaction import Redaction
 
 EMBEDDING_DIMENSIONS = settings.EMBEDDING_DIMENSIONS
 # The HNSW index on active embeddings. ef_construction 128 rather than
@@ -29,6 +36,8 @@ EMBEDDING_DIMENSIONS = settings.EMBEDDING_DIMENSIONS
 # and none (docs/consolidation.md).
 EMBEDDING_HNSW_M = 16
 EMBEDDING_HNSW_EF_CONSTRUCTION = 128
+# What a redacted memory says instead of its text (the database allows nothing else).
+REDACTED_CONTENT = "[redacted]"
 
 
 class MemoryIsPermanent(Exception):
@@ -38,6 +47,37 @@ class MemoryIsPermanent(Exception):
         super().__init__("Memories are never deleted: reject, archive or supersede them instead.")
 
 
+# What draws nothing on a page: spaces and line breaks, controls, format
+# characters (zero-width, bidi, tag characters U+E0000-E007F), unassigned and
+# private code points, lone marks, and the letters that render blank.
+INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Mn", "Me", "Zs", "Zl", "Zp"})
+BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def has_visible_text(text: str) -> bool:
+    return any(
+        not char.isspace()
+        and char not in BLANK_LETTERS
+        and unicodedata.category(char) not in INVISIBLE_CATEGORIES
+        for char in text
+    )
+
+
+class BlankContent(ValueError):
+    """Content with nothing a reader can see: it would be a memory that looks empty."""
+
+    message = "Content must have visible text, not only spaces or invisible characters."
+
+    def __init__(self) -> None:
+        super().__init__(self.message)
+
+
+def check_content(content: str) -> str:
+    if not has_visible_text(content):
+        raise BlankContent
+    return content
+
+
 class IllegalTransition(Exception):
     """A state change that the memory's current status does not allow."""
 
@@ -45,7 +85,8 @@ class IllegalTransition(Exception):
         self.memory_id = memory.pk
         self.action = action
         self.status = memory.status
-        self.head_id = memory.head_id() if memory.status == Memory.Status.SUPERSEDED else None
+        # A superseded version, or a redacted one that had been: name the head.
+        self.head_id = memory.head_id() if memory.superseded_by_id is not None else None
         message = f"Cannot {action} memory {memory.pk}: it is {memory.status}"
         if self.head_id is not None:
             message += f"; the head of its chain is memory {self.head_id}"
@@ -55,6 +96,15 @@ class IllegalTransition(Exception):
         self.message = message + "."
 
 
+class RedactionRefused(ValueError):
+    """A redaction that cannot go ahead as asked: the message says why."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
 class MemoryQuerySet(models.QuerySet):
     def for_owner(self, owner) -> MemoryQuerySet:
         return self.filter(owner=owner)
@@ -62,11 +112,45 @@ class MemoryQuerySet(models.QuerySet):
     def active(self) -> MemoryQuerySet:
         return self.filter(status=Memory.Status.ACTIVE)
 
+    def active_at(self, moment: datetime) -> MemoryQuerySet:
+        """The versions that were active at ``moment``: confirmed by then and not yet
+        superseded, archived (or anything else) — what a replay of the past sees."""
+        # A redacted version said nothing, then or now.
+        return (
+            self.filter(active_since__lte=moment)
+            .filter(Q(active_until__isnull=True) | Q(active_until__gt=moment))
+            .exclude(status=Memory.Status.REDACTED)
+        )
+
     def pending(self) -> MemoryQuerySet:
         return self.filter(status=Memory.Status.PROPOSED).order_by("created_at", "id")
 
     def heads(self) -> MemoryQuerySet:
         return self.filter(superseded_by__isnull=True)
+
+    def awaiting_embedding(self) -> MemoryQuerySet:
+        """Rows that retrieval can reach (active now, or once confirmed) and
+        that have no vector yet."""
+        return self.filter(
+            status__in=(Memory.Status.ACTIVE, Memory.Status.PROPOSED), embedding__isnull=True
+        )
+
+    def matching(self, text: str) -> MemoryQuerySet:
+        """Memories whose content matches a search, the same for the pages and the API.
+
+        Every word and "quoted phrase" appears, ignoring case and accents, and no
+        -excluded one does; or English full-text search matches (memories/matching.py).
+        """
+        full_text = Q(tsv=SearchQuery(text, config="english", search_type="websearch"))
+        terms = search_terms(text)
+        if not terms.include:
+            return self.filter(full_text)
+        words = Q()
+        for term in terms.include:
+            words &= Q(content__regex=term_pattern(term))
+        for term in terms.exclude:
+            words &= ~Q(content__regex=term_pattern(term))
+        return self.filter(words | full_text)
 
     def chain(self, memory: Memory | int) -> list[Memory]:
         """Every version in the chain of ``memory``, oldest first, from any member.
@@ -107,9 +191,14 @@ class MemoryType(models.TextChoices):
 class MemoryStatus(models.TextChoices):
     """proposed → active | rejected; active → superseded | archived.
 
+    A rejected proposal can be restored to the queue (rejected → proposed).
+
     A proposal can also be superseded directly (edit-then-confirm): the
     edited text becomes the active version and the proposal stays in its
     chain.
+
+    Any status → redacted, and nothing after: the text is erased for good
+    (``Memory.redact``), the row keeps its place in its chain.
     """
 
     PROPOSED = "proposed", "Proposed"
@@ -117,6 +206,7 @@ class MemoryStatus(models.TextChoices):
     REJECTED = "rejected", "Rejected"
     SUPERSEDED = "superseded", "Superseded"
     ARCHIVED = "archived", "Archived"
+    REDACTED = "redacted", "Redacted"
 
 
 class MemorySource(models.TextChoices):
@@ -152,6 +242,12 @@ class Memory(models.Model):
     # Moves only on explicit promotion or re-confirmation, never on retrieval.
     last_confirmed_at = models.DateTimeField(null=True, blank=True)
     last_retrieved_at = models.DateTimeField(null=True, blank=True)
+    # This version's lifetime as an active memory: from its confirmation (or
+    # creation, when written active) until it was superseded or archived. Kept
+    # by a trigger (migration 0006) whatever writes; a proposal that was never
+    # confirmed has neither. Replays of the past (``as_of``) read it.
+    active_since = models.DateTimeField(null=True, blank=True, editable=False)
+    active_until = models.DateTimeField(null=True, blank=True, editable=False)
     # The row that replaced this one. A merge supersedes several rows with one,
     # so this is many-to-one; a chain has exactly one head (superseded_by is null).
     superseded_by = models.ForeignKey(
@@ -175,17 +271,32 @@ class Memory(models.Model):
             ),
             models.Index(fields=["owner", "status", "-created_at"], name="memory_owner_status"),
             models.Index(fields=["owner", "session_id"], name="memory_owner_session"),
+            # awaiting_embedding(): counted on the home page, read every minute
+            # by the embedding catch-up; small, since most rows have a vector.
+            models.Index(
+                fields=["owner", "id"],
+                name="memory_awaiting_embedding",
+                condition=Q(embedding__isnull=True, status__in=["active", "proposed"]),
+            ),
             models.Index(fields=["superseded_by"], name="memory_superseded_by"),
         ]
         constraints = [
             models.CheckConstraint(
                 name="memory_superseded_has_successor",
+                # A redacted row keeps its successor, if it had one: the chain keeps its shape.
                 condition=(
                     Q(status="superseded", superseded_by__isnull=False)
-                    | (~Q(status="superseded") & Q(superseded_by__isnull=True))
+                    | Q(status="redacted")
+                    | (~Q(status__in=["superseded", "redacted"]) & Q(superseded_by__isnull=True))
                 ),
                 violation_error_message="A superseded memory needs a successor; "
                 "no other memory may have one.",
+            ),
+            models.CheckConstraint(
+                name="memory_redacted_is_blank",
+                condition=~Q(status="redacted")
+                | Q(content=REDACTED_CONTENT, entity_refs=[], embedding__isnull=True),
+                violation_error_message="A redacted memory keeps no text, entities or embedding.",
             ),
             models.CheckConstraint(
                 name="memory_not_own_successor", condition=~Q(superseded_by=F("id"))
@@ -294,8 +405,27 @@ class Memory(models.Model):
         actor=None,
         via: str = "api",
         reason: str = "",
+        replaces: Memory | None = None,
     ) -> Memory:
-        """The owner's explicit fact: active at once, full confidence."""
+        """The owner's explicit fact: active at once, full confidence.
+
+        With ``replaces`` (an active memory the fact repeats or updates), the
+        fact is written as that memory's new version rather than beside it.
+        """
+        if replaces is not None:
+            if replaces.owner_id != owner.pk:
+                raise ValueError("A memory can only replace one of the same owner.")
+            return replaces.supersede(
+                content,
+                type=type,
+                entities=entities,
+                confidence=1.0,
+                source=cls.Source.REMEMBER,
+                session_id=session_id,
+                actor=actor,
+                via=via,
+                reason=reason,
+            )
         return cls._create(
             owner,
             content,
@@ -330,6 +460,7 @@ class Memory(models.Model):
         reason: str,
         action: str,
     ) -> Memory:
+        check_content(content)
         now = timezone.now()
         with transaction.atomic():
             memory = cls.objects.create(
@@ -337,7 +468,7 @@ class Memory(models.Model):
                 type=type,
                 content=content,
                 status=status,
-                entity_refs=normalize_entities(entities),
+                entity_refs=normalize_entities(entities) or _found_entities(owner.pk, content),
                 confidence=confidence,
                 source=source,
                 session_id=session_id,
@@ -378,17 +509,28 @@ class Memory(models.Model):
                 raise IllegalTransition(row, action)
             # The locked row's status, not this instance's: it may be stale.
             previous_status = row.status
+            now = timezone.now()
             row.status = to_status
             fields = ["status"]
             if confirm:
-                row.last_confirmed_at = timezone.now()
+                row.last_confirmed_at = now
                 fields.append("last_confirmed_at")
+            fields += _lifetime_change(row, previous_status, to_status, now)
             row.save(update_fields=fields)
             row.log(event, actor=actor, via=via, reason=reason, data={"from": previous_status})
         return self._refresh_from(row)
 
-    def confirm(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
-        """proposed → active; stamps last_confirmed_at."""
+    def confirm(
+        self, *, actor=None, via: str = "api", reason: str = "", replaces: Memory | None = None
+    ) -> Memory:
+        """proposed → active; stamps last_confirmed_at.
+
+        With ``replaces`` (an active memory of the same owner), the proposal is
+        confirmed as that memory's new version, in one transaction: the old
+        one becomes superseded and points to this one.
+        """
+        if replaces is not None:
+            return self._confirm_replacing(replaces, actor=actor, via=via, reason=reason)
         return self._change_status(
             "confirm",
             [Memory.Status.PROPOSED],
@@ -398,6 +540,99 @@ class Memory(models.Model):
             reason=reason,
             event=MemoryEvent.Action.CONFIRMED,
             confirm=True,
+        )
+
+    def _confirm_replacing(self, old: Memory, *, actor, via: str, reason: str) -> Memory:
+        if old.pk == self.pk:
+            raise ValueError("A memory cannot replace itself.")
+        with transaction.atomic():
+            # Lock both in id order, so two confirmations cannot deadlock.
+            rows = {
+                row.pk: row
+                for row in Memory.objects.select_for_update()
+                .filter(pk__in=[self.pk, old.pk])
+                .order_by("pk")
+            }
+            proposal, replaced = rows[self.pk], rows[old.pk]
+            if proposal.owner_id != replaced.owner_id:
+                raise ValueError("A memory can only replace one of the same owner.")
+            if proposal.status != Memory.Status.PROPOSED:
+                raise IllegalTransition(proposal, "confirm")
+            if replaced.status != Memory.Status.ACTIVE:
+                raise IllegalTransition(replaced, "replace", "only an active memory is replaced")
+            now = timezone.now()
+            proposal.status = Memory.Status.ACTIVE
+            proposal.last_confirmed_at = now
+            proposal.save(update_fields=["status", "last_confirmed_at"])
+            replaced.status = Memory.Status.SUPERSEDED
+            replaced.superseded_by = proposal
+            replaced.save(update_fields=["status", "superseded_by"])
+            proposal.log(
+                MemoryEvent.Action.CONFIRMED,
+                actor=actor,
+                via=via,
+                reason=reason,
+                data={"from": Memory.Status.PROPOSED, "replaces": replaced.pk},
+            )
+            replaced.log(
+                MemoryEvent.Action.SUPERSEDED,
+                actor=actor,
+                via=via,
+                reason=reason,
+                data={"from": Memory.Status.ACTIVE, "successor": proposal.pk},
+            )
+        old._refresh_from(replaced)
+        return self._refresh_from(proposal)
+
+    def confirm_edited(
+        self,
+        content: str,
+        *,
+        type: str | None = None,
+        entities: Iterable[str] | None = None,
+        actor=None,
+        via: str = "page",
+        reason: str = "",
+    ) -> Memory:
+        """Edit-then-confirm: the owner's text becomes the active version.
+
+        Written by the owner, it carries the owner's confidence (1.0) and
+        source (remember), not the assistant's; the proposal stays in its
+        chain. Returns the new head.
+        """
+        with transaction.atomic():
+            row = self._locked()
+            if row.status != Memory.Status.PROPOSED:
+                raise IllegalTransition(row, "confirm")
+            new = self.supersede(
+                content,
+                type=type,
+                entities=entities,
+                confidence=1.0,
+                source=Memory.Source.REMEMBER,
+                actor=actor,
+                via=via,
+                reason=reason,
+            )
+            new.log(
+                MemoryEvent.Action.CONFIRMED,
+                actor=actor,
+                via=via,
+                reason=reason,
+                data={"from": Memory.Status.PROPOSED, "edited": self.pk},
+            )
+        return new
+
+    def restore(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
+        """rejected → proposed: back in the confirmation queue, on the record."""
+        return self._change_status(
+            "restore",
+            [Memory.Status.REJECTED],
+            Memory.Status.PROPOSED,
+            actor=actor,
+            via=via,
+            reason=reason,
+            event=MemoryEvent.Action.RESTORED,
         )
 
     def reconfirm(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
@@ -445,6 +680,7 @@ class Memory(models.Model):
         entities: Iterable[str] | None = None,
         confidence: float | None = None,
         source: str | None = None,
+        session_id: str | None = None,
         actor=None,
         via: str = "api",
         reason: str = "",
@@ -454,6 +690,8 @@ class Memory(models.Model):
         Allowed from active, and from proposed (edit-then-confirm). Returns the
         new head.
         """
+        if content is not None:
+            check_content(content)
         with transaction.atomic():
             old = self._locked()
             if old.status not in (Memory.Status.ACTIVE, Memory.Status.PROPOSED):
@@ -464,10 +702,10 @@ class Memory(models.Model):
                 type=type or old.type,
                 content=old.content if content is None else content,
                 status=Memory.Status.ACTIVE,
-                entity_refs=normalize_entities(old.entity_refs if entities is None else entities),
+                entity_refs=_successor_entities(old, content, entities),
                 confidence=old.confidence if confidence is None else confidence,
                 source=source or old.source,
-                session_id=old.session_id,
+                session_id=old.session_id if session_id is None else session_id,
                 metadata=old.metadata,
                 created_at=now,
                 last_confirmed_at=now,
@@ -475,7 +713,8 @@ class Memory(models.Model):
             previous_status = old.status
             old.status = Memory.Status.SUPERSEDED
             old.superseded_by = new
-            old.save(update_fields=["status", "superseded_by"])
+            lifetime = _lifetime_change(old, previous_status, old.status, now)
+            old.save(update_fields=["status", "superseded_by", *lifetime])
             old.log(
                 MemoryEvent.Action.SUPERSEDED,
                 actor=actor,
@@ -511,6 +750,7 @@ class Memory(models.Model):
         Entity refs are the union, confidence the maximum, ``last_confirmed_at``
         the latest of the members'. All or nothing.
         """
+        check_content(content)
         ids = sorted({m.pk if isinstance(m, Memory) else int(m) for m in memories})
         if len(ids) < 2:
             raise ValueError("A merge needs at least two memories.")
@@ -549,7 +789,8 @@ class Memory(models.Model):
             for row in rows:
                 row.status = cls.Status.SUPERSEDED
                 row.superseded_by = new
-                row.save(update_fields=["status", "superseded_by"])
+                lifetime = _lifetime_change(row, cls.Status.ACTIVE, row.status, now)
+                row.save(update_fields=["status", "superseded_by", *lifetime])
                 row.log(
                     MemoryEvent.Action.SUPERSEDED,
                     actor=actor,
@@ -593,6 +834,97 @@ class Memory(models.Model):
             )
         return self._refresh_from(row)
 
+    def redact(
+        self, *, reason: str, chain: bool = False, actor=None, via: str = "api"
+    ) -> Redaction:
+        """Erase what this version said, for good; with ``chain``, every version of its chain.
+
+        Each row stays where it is in its chain, with status redacted, the stub
+        for content, and no entities, embedding or text in its metadata; a
+        ``redacted`` event records who, when and why (the reason may not quote
+        the text or name its entities). The retrieval triggers take the
+        postings, entity counts and BM25 sums of an active version away;
+        memories/redaction.py scrubs every other copy in the same transaction.
+        After commit the touched tables are vacuumed by a background task.
+        """
+        from memories import redaction
+
+        reason = " ".join((reason or "").split())
+        if not reason:
+            raise RedactionRefused("reason_required", "A redaction needs a reason, for the record.")
+        with transaction.atomic():
+            rows = self._lock_versions(chain)
+            row = next(r for r in rows if r.pk == self.pk)
+            pending = [r for r in rows if r.status != Memory.Status.REDACTED]
+            if row.status == Memory.Status.REDACTED and not chain:
+                raise IllegalTransition(row, "redact")
+            if not pending:
+                raise IllegalTransition(row, "redact", "so is every version of its chain")
+            texts = {r.pk: r.content for r in pending}
+            entities = {r.pk: list(r.entity_refs) for r in pending}
+            if redaction.quotes(reason, redaction.needles_of(texts.values())):
+                raise RedactionRefused(
+                    "reason_quotes_text",
+                    "The reason quotes the text being erased, and the reason is kept: "
+                    "say why without it.",
+                )
+            if redaction.names_any(reason, [e for names in entities.values() for e in names]):
+                raise RedactionRefused(
+                    "reason_quotes_text",
+                    "The reason names an entity of the memory being erased, and the reason "
+                    "is kept: say why without it.",
+                )
+            was_active = any(r.status == Memory.Status.ACTIVE for r in pending)
+            events = []
+            for version in pending:
+                previous = version.status
+                version.status = Memory.Status.REDACTED
+                version.content = REDACTED_CONTENT
+                version.entity_refs = []
+                version.embedding = None
+                version.metadata = redaction.scrub(
+                    version.metadata,
+                    redaction.needles_of([texts[version.pk], *entities[version.pk]]),
+                )
+                version.save(
+                    update_fields=["status", "content", "entity_refs", "embedding", "metadata"]
+                )
+                events.append(
+                    version.log(
+                        MemoryEvent.Action.REDACTED,
+                        actor=actor,
+                        via=via,
+                        reason=reason,
+                        data={"from": previous, "chain": chain},
+                    )
+                )
+            result = redaction.Redaction(memory_ids=[r.pk for r in pending])
+            redaction.erase_copies(
+                row.owner_id,
+                pending,
+                texts,
+                entities,
+                result,
+                was_active=was_active,
+                skip_events=[event.pk for event in events],
+            )
+            transaction.on_commit(lambda: redaction.vacuum_soon(result.tables))
+        self._refresh_from(row)
+        return result
+
+    def _lock_versions(self, chain: bool) -> list[Memory]:
+        """Lock this row, or every version of its chain, and return them fresh."""
+        locked: set[int] = set()
+        while True:
+            wanted = {m.pk for m in Memory.objects.chain(self.pk)} if chain else {self.pk}
+            if wanted <= locked:
+                break
+            # In id order, so two redactions of one chain cannot deadlock.
+            list(Memory.objects.select_for_update().filter(pk__in=wanted - locked).order_by("pk"))
+            # A version written meanwhile (by a supersede holding the head) is locked next round.
+            locked |= wanted
+        return list(Memory.objects.filter(pk__in=wanted).order_by("created_at", "id"))
+
     def log(
         self, action: str, *, actor=None, via: str = "system", reason: str = "", data=None
     ) -> MemoryEvent:
@@ -619,6 +951,42 @@ def normalize_entities(entities: Iterable[str]) -> list[str]:
     return result
 
 
+def _lifetime_change(row: Memory, previous: str, status: str, now: datetime) -> list[str]:
+    """Open or close the row's lifetime as an active memory; the fields changed.
+
+    The database trigger (migration 0006) does the same for any other writer;
+    set here, the moments match the events and the next version's creation.
+    """
+    if status == Memory.Status.ACTIVE and previous != Memory.Status.ACTIVE:
+        row.active_since, row.active_until = now, None
+        return ["active_since", "active_until"]
+    if previous == Memory.Status.ACTIVE and status != Memory.Status.ACTIVE:
+        row.active_until = now
+        return ["active_until"]
+    return []
+
+
+def _found_entities(owner_id: int, content: str) -> list[str]:
+    """Entities for a memory written without any (retrieval/entities.py)."""
+    from retrieval.entities import entities_for
+
+    return entities_for(owner_id, content)
+
+
+def _successor_entities(
+    old: Memory, content: str | None, entities: Iterable[str] | None
+) -> list[str]:
+    """A new version's entities: the ones given; else the old ones while the
+    text stays the same; else what the new text names."""
+    if entities is not None:
+        given = normalize_entities(entities)
+        if given or content is None:
+            return given
+    if content is None or content == old.content:
+        return normalize_entities(old.entity_refs)
+    return _found_entities(old.owner_id, content)
+
+
 def _after_write(memory_id: int) -> None:
     """Hand a freshly written memory to the background embedder, if there is one."""
     from memories import signals
@@ -641,11 +1009,13 @@ class MemoryEvent(models.Model):
         CONFIRMED = "confirmed", "Confirmed"
         RECONFIRMED = "reconfirmed", "Re-confirmed"
         REJECTED = "rejected", "Rejected"
+        RESTORED = "restored", "Restored to the queue"
         ARCHIVED = "archived", "Archived"
         SUPERSEDED = "superseded", "Superseded"
         VERSION = "version", "New version"
         MERGED = "merged", "Merged"
         DECAYED = "decayed", "Confidence decayed"
+        REDACTED = "redacted", "Redacted"
 
     memory = models.ForeignKey(Memory, models.PROTECT, related_name="events")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT, related_name="+")
@@ -760,9 +1130,11 @@ class IdempotencyRecord(models.Model):
     """The first answer to a creating call made with an ``Idempotency-Key``."""
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT, related_name="+")
-    key = models.CharField(max_length=200)
+    # SHA-256 of the key, never the key: a client may build keys from what it stores.
+    key_digest = models.CharField(max_length=64)
     # Method and path the key was used on, and a hash of the body: the same key
-    # with a different request is a client error, not a replay.
+    # with a different request is a client error, not a replay. After a
+    # redaction of what it wrote, the hash is gone (memories/idempotency.py).
     endpoint = models.CharField(max_length=200)
     request_hash = models.CharField(max_length=64)
     response_status = models.PositiveSmallIntegerField()
@@ -771,5 +1143,5 @@ class IdempotencyRecord(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["owner", "key"], name="idempotency_owner_key"),
+            models.UniqueConstraint(fields=["owner", "key_digest"], name="idempotency_owner_key"),
         ]

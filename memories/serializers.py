@@ -10,14 +10,16 @@ from ``retrieval.serialize`` so that a memory has one JSON shape everywhere.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
 from rest_framework import serializers
 
-from memories.models import Memory, MemoryEvent
+from memories.models import BlankContent, Memory, MemoryEvent, has_visible_text
 from retrieval.constants import PIPELINES
+from retrieval.names import PROFILE_NAMES
 
 # Limits on what a client may send (beyond settings.MAX_CONTENT_CHARS).
 MAX_ENTITIES = 50
@@ -31,6 +33,41 @@ MAX_PAGE_SIZE = 200
 ALL_STATUSES = "all"
 STATUS_FILTER_CHOICES = [*Memory.Status.values, ALL_STATUSES]
 LEG_STATUSES = ["ok", "skipped", "failed", "timeout"]
+
+
+# --- the whole body ------------------------------------------------------------
+
+
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_text(text: str, field: str, what: str) -> None:
+    found = LONE_SURROGATE.search(text)
+    if found:
+        escaped = f"\\u{ord(found.group()):04x}"
+        field = field.encode("utf-8", "backslashreplace").decode("utf-8") or "body"
+        raise serializers.ValidationError(
+            {field: [f"{what} a lone surrogate ({escaped}), which is not text."]}, code="invalid"
+        )
+
+
+def reject_lone_surrogates(data: Any) -> None:
+    """400 when any string of a parsed JSON body, or any field name, holds a lone
+    surrogate: JSON can spell one ("\\ud800") but it is not text, cannot be stored
+    and cannot be sent back. Checked once at parse time, so no field, enum or
+    error message ever sees one."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            _check_text(value, path, "Holds")
+        elif isinstance(value, dict):
+            for key, inner in value.items():
+                field = f"{path}.{key}" if path else key
+                _check_text(key, field, "The field name holds")
+                stack.append((field, inner))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{index}]", inner) for index, inner in enumerate(value))
 
 
 # --- strict fields -------------------------------------------------------------
@@ -119,6 +156,14 @@ def _content_field(**kwargs) -> StrictCharField:
     return StrictCharField(max_length=settings.MAX_CONTENT_CHARS, **kwargs)
 
 
+def _check_content(value: str) -> str:
+    """Memory content: within the length limit, and something a reader can see
+    (the rule is the model's; here it becomes a message on the field)."""
+    if not has_visible_text(value):
+        raise serializers.ValidationError(BlankContent.message, code="blank")
+    return _check_content_length(value)
+
+
 def _check_content_length(value: str) -> str:
     # The limit is a setting: read it per request, not once at import.
     limit = settings.MAX_CONTENT_CHARS
@@ -154,7 +199,7 @@ class MemoryCreateSerializer(StrictSerializer):
     session_id = StrictCharField(required=False, allow_blank=True, max_length=MAX_SESSION_ID_CHARS)
 
     def validate_content(self, value: str) -> str:
-        return _check_content_length(value)
+        return _check_content(value)
 
     def validate(self, attrs: dict) -> dict:
         if attrs["mode"] == self.Mode.REMEMBER and "confidence" in attrs:
@@ -165,14 +210,21 @@ class MemoryCreateSerializer(StrictSerializer):
 
 
 class MemoryActionSerializer(StrictSerializer):
-    ACTIONS = ("confirm", "reject", "reconfirm", "archive", "supersede")
+    ACTIONS = ("confirm", "reject", "reconfirm", "archive", "supersede", "restore", "redact")
     # Fields that describe the new version, so only a supersede may carry them.
     VERSION_FIELDS = ("content", "type", "entities", "confidence")
 
     action = StrictChoiceField(
         choices=ACTIONS,
         help_text="confirm / reject a proposal; reconfirm / archive an active memory; "
-        "supersede it with a new version (needs content).",
+        "supersede it with a new version (needs content); restore a rejected memory to "
+        "the confirmation queue; redact: erase its text for good (needs a reason).",
+    )
+    replaces = StrictIntegerField(
+        required=False,
+        min_value=1,
+        help_text="confirm only: the id of an active memory this proposal replaces; it "
+        "becomes superseded by the confirmed proposal (409 if it is no longer active).",
     )
     reason = StrictCharField(
         required=False,
@@ -184,15 +236,26 @@ class MemoryActionSerializer(StrictSerializer):
     type = _type_field(required=False, help_text="supersede only: the new version's type.")
     entities = _entities_field(required=False)
     confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
+    chain = StrictBooleanField(
+        required=False,
+        help_text="redact only: erase every version of the memory's chain, not just this one.",
+    )
 
     def validate_content(self, value: str) -> str:
-        return _check_content_length(value)
+        return _check_content(value)
 
     def validate(self, attrs: dict) -> dict:
-        if attrs["action"] == "supersede":
-            if "content" not in attrs:
-                raise serializers.ValidationError({"content": ["A supersede needs content."]})
-        else:
+        if "chain" in attrs and attrs["action"] != "redact":
+            raise serializers.ValidationError({"chain": ["Only a redact takes chain."]})
+        if attrs["action"] == "redact" and not attrs.get("reason", "").strip():
+            raise serializers.ValidationError(
+                {"reason": ["A redact needs a reason, for the record."]}
+            )
+        if attrs["action"] == "supersede" and "content" not in attrs:
+            raise serializers.ValidationError({"content": ["A supersede needs content."]})
+        if "replaces" in attrs and attrs["action"] != "confirm":
+            raise serializers.ValidationError({"replaces": ["Only a confirm takes replaces."]})
+        if attrs["action"] != "supersede":
             extra = [name for name in self.VERSION_FIELDS if name in attrs]
             if extra:
                 raise serializers.ValidationError(
@@ -212,7 +275,9 @@ class MemoryListQuerySerializer(StrictSerializer):
         required=False, max_length=MAX_ENTITY_CHARS, help_text="Case-insensitive, exact name."
     )
     q = serializers.CharField(
-        required=False, max_length=MAX_FILTER_CHARS, help_text="Full-text search over content."
+        required=False,
+        max_length=MAX_FILTER_CHARS,
+        help_text="Text search, ignoring case and accents.",
     )
     session_id = serializers.CharField(required=False, max_length=MAX_SESSION_ID_CHARS)
     cursor = serializers.CharField(
@@ -286,6 +351,23 @@ class MemorySerializer(serializers.Serializer):
     )
 
 
+class RelatedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    relation = serializers.ChoiceField(
+        choices=["duplicate", "update"],
+        help_text="duplicate: says the same thing; update: the same subject, another value.",
+    )
+    score = serializers.FloatField(help_text="Similarity, 0 to 1.")
+
+
+class CreatedMemorySerializer(MemorySerializer):
+    related = RelatedSerializer(
+        many=True,
+        help_text="Active memories this one repeats or updates, best first (empty if none). "
+        "A remembered duplicate is written as a new version of the memory it repeats.",
+    )
+
+
 class MemoryPageSerializer(serializers.Serializer):
     memories = MemorySerializer(many=True)
     next_cursor = serializers.CharField(
@@ -315,10 +397,17 @@ class ScoredMemorySerializer(MemorySerializer):
     score = serializers.FloatField()
     score_parts = serializers.DictField(help_text="How the score was made.")
     tokens = serializers.IntegerField(help_text="Tokens of this memory's line in the block.")
+    shown_content = serializers.CharField(
+        required=False,
+        help_text="The text as the block shows it, when the memory was cut short to fit "
+        "(no memory takes more than a share of the budget).",
+    )
     position = serializers.IntegerField(
         allow_null=True, help_text="Line in the block (serial-position order)."
     )
-    cut_reason = serializers.ChoiceField(choices=["below_min_score", "over_budget"], required=False)
+    cut_reason = serializers.ChoiceField(
+        choices=["below_min_score", "below_relative_cut", "over_budget"], required=False
+    )
 
 
 class LegReportSerializer(serializers.Serializer):
@@ -330,6 +419,9 @@ class LegReportSerializer(serializers.Serializer):
 
 class SearchResultSerializer(serializers.Serializer):
     pipeline = serializers.ChoiceField(choices=PIPELINES)
+    profile = serializers.ChoiceField(
+        choices=PROFILE_NAMES, help_text="The fusion profile in force (TIMOTHY_RETRIEVAL_PROFILE)."
+    )
     as_of = serializers.DateTimeField()
     memories = ScoredMemorySerializer(many=True, help_text="Packed memories, best first.")
     block = serializers.CharField(

@@ -1,4 +1,5 @@
-"""Per-token rate limit: ``RATE_LIMIT_PER_MINUTE`` requests per token per minute.
+"""Per-token rate limit: ``RATE_LIMIT_PER_MINUTE`` requests per token per minute,
+and the page a throttled password sign-in answers (django-axes does the counting).
 
 The service runs several worker processes, so the count lives in PostgreSQL,
 not in process memory: one row per token and minute in the table of the
@@ -22,6 +23,8 @@ from django.conf import settings
 from django.core.cache import caches
 from django.core.management import call_command
 from django.db import IntegrityError, ProgrammingError, connections, router
+from django.http import HttpResponse
+from django.shortcuts import render
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
@@ -118,3 +121,19 @@ class TokenRateThrottle(BaseThrottle):
 
     def wait(self) -> float:
         return self.retry_after
+
+
+# --- password sign-in (django-axes counts; this is its lockout page) ----------------
+
+
+def login_locked_out(request, original_response=None, credentials=None) -> HttpResponse:
+    """AXES_LOCKOUT_CALLABLE: the page a paused sign-in answers, 429 with Retry-After."""
+    minutes = settings.LOGIN_COOLOFF_MINUTES
+    response = render(
+        request,
+        "registration/locked_out.html",
+        {"failure_limit": settings.LOGIN_FAILURE_LIMIT, "cooloff_minutes": minutes},
+        status=429,
+    )
+    response["Retry-After"] = str(minutes * 60)
+    return response

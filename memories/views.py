@@ -13,17 +13,18 @@ from dataclasses import dataclass, field
 from functools import wraps
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.postgres.search import SearchQuery
 from django.core.paginator import Paginator
-from django.db.models import BooleanField, Count, Q
+from django.db.models import BooleanField, Count
 from django.db.models.expressions import RawSQL
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.text import Truncator
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memories.diff import DiffPiece, word_diff
@@ -31,20 +32,26 @@ from memories.forms import (
     REASON_MAX_CHARS,
     BulkActionForm,
     InspectForm,
+    MemoryAddForm,
     MemoryEditForm,
     MemoryFilterForm,
+    MemoryIdsForm,
     ReasonForm,
+    RedactForm,
     TokenForm,
 )
-from memories.inspector import score_bars
-from memories.models import ApiToken, IllegalTransition, Memory, MemoryEvent
-from retrieval.constants import MIN_SCORE
+from memories.inspector import block_cost, explain, legend
+from memories.models import ApiToken, IllegalTransition, Memory, MemoryEvent, RedactionRefused
+from memories.provenance import provenance
+from memories.related import DUPLICATE, QUERY_FAILED, related_for_memories
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
 
 VIA = "page"
 PAGE_SIZE = 25
-QUEUE_PAGE_SIZE = 50
+# Each proposal on a page is compared with the owner's memories (one statement
+# for the page, docs/review.md "Time"): 20 keep the page quick.
+QUEUE_PAGE_SIZE = 20
 LATEST_EVENTS = 12
 # How many of each leg's hits the inspector lists.
 LEG_PREVIEW = 10
@@ -85,14 +92,23 @@ def _quote(memory: Memory) -> str:
     return f"“{Truncator(memory.content).chars(60)}”"
 
 
-def _back(request: HttpRequest, default: str) -> HttpResponse:
-    """Redirect to the page the form came from, if it is one of ours."""
-    target = request.POST.get("next", "")
+def _safe_next(request: HttpRequest, target: str | None = None) -> str:
+    """``target`` (by default the form's ``next``) if it is an address on this site, else ''."""
+    if target is None:
+        target = request.POST.get("next", "") or request.GET.get("next", "")
     if target and url_has_allowed_host_and_scheme(
         target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
+        return target
+    return ""
+
+
+def _back(request: HttpRequest, default: str, **kwargs) -> HttpResponse:
+    """Redirect to the page the form came from, if it is one of ours."""
+    target = _safe_next(request)
+    if target:
         return redirect(target)
-    return redirect(default)
+    return redirect(default, **kwargs)
 
 
 # --- home ----------------------------------------------------------------------
@@ -142,12 +158,67 @@ def home(request: HttpRequest) -> HttpResponse:
             "statuses": Memory.Status.choices,
             "total": sum(counts.values()),
             "waiting": sum(n for (s, _), n in counts.items() if s == Memory.Status.PROPOSED),
+            # Found by text and entity meanwhile; the worker's catch-up embeds them.
+            "awaiting_vector": (
+                memories.awaiting_embedding().count()
+                if settings.EMBEDDING_PROVIDER != "none"
+                else 0
+            ),
             "events": events,
+            "add_form": MemoryAddForm(),
         },
     )
 
 
 # --- confirmation queue ----------------------------------------------------------
+
+# Session key holding the ids of the memories just rejected, so the next queue
+# page offers to undo it.
+UNDO_SESSION_KEY = "timothy_queue_undo"
+# Rejected memories the queue page offers to restore.
+RECENTLY_REJECTED = 5
+
+
+@dataclass
+class RelatedView:
+    memory: Memory
+    relation: str
+    score: float
+    # The words that turn the related memory into the proposal.
+    diff: list[DiffPiece]
+
+    @property
+    def is_duplicate(self) -> bool:
+        return self.relation == DUPLICATE
+
+
+@dataclass
+class QueueItem:
+    memory: Memory
+    related: list[RelatedView]
+    degraded: str
+
+
+def _queue_items(owner, proposals: list[Memory]) -> list[QueueItem]:
+    results = related_for_memories(owner, proposals)
+    items = []
+    for memory in proposals:
+        result = results.get(memory.pk)
+        related = [
+            RelatedView(
+                item.memory,
+                item.relation,
+                item.score,
+                word_diff(item.memory.content, memory.content),
+            )
+            for item in (result.related if result else [])
+        ]
+        items.append(QueueItem(memory, related, result.degraded if result else ""))
+    return items
+
+
+def _remember_undo(request: HttpRequest, memories: list[Memory]) -> None:
+    request.session[UNDO_SESSION_KEY] = [memory.pk for memory in memories]
 
 
 @login_required
@@ -156,11 +227,48 @@ def home(request: HttpRequest) -> HttpResponse:
 def queue(request: HttpRequest) -> HttpResponse:
     pending = Memory.objects.for_owner(request.user).pending()
     page = Paginator(pending, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
+    undo_ids = request.session.pop(UNDO_SESSION_KEY, [])
+    undo = list(
+        Memory.objects.for_owner(request.user).filter(
+            pk__in=undo_ids, status=Memory.Status.REJECTED
+        )
+    )
+    rejected_events = (
+        MemoryEvent.objects.filter(
+            owner=request.user,
+            action=MemoryEvent.Action.REJECTED,
+            memory__status=Memory.Status.REJECTED,
+        )
+        .select_related("memory")
+        .order_by("-at", "-id")
+    )
+    recently_rejected: list[Memory] = []
+    for event in rejected_events[: RECENTLY_REJECTED * 3]:
+        if event.memory not in recently_rejected:
+            recently_rejected.append(event.memory)
     return render(
         request,
         "memories/queue.html",
-        {"page": page, "proposals": page.object_list, "reason_form": ReasonForm()},
+        {
+            "page": page,
+            "proposals": page.object_list,
+            "items": _queue_items(request.user, list(page.object_list)),
+            "reason_form": ReasonForm(),
+            "undo": undo,
+            "recently_rejected": recently_rejected[:RECENTLY_REJECTED],
+            "query_failed": QUERY_FAILED,
+        },
     )
+
+
+def _replaced(request: HttpRequest) -> Memory | None:
+    """The memory named by a ``replaces`` / ``duplicate_of`` field: the owner's, else 404."""
+    raw = request.POST.get("replaces") or request.POST.get("duplicate_of") or ""
+    if not raw:
+        return None
+    if not raw.isdigit():
+        get_object_or_404(Memory.objects.none())
+    return _owned(request, int(raw))
 
 
 @login_required
@@ -168,14 +276,20 @@ def queue(request: HttpRequest) -> HttpResponse:
 @require_POST
 def confirm(request: HttpRequest, pk: int) -> HttpResponse:
     memory = _owned(request, pk)
+    replaces = _replaced(request)
     form = ReasonForm(request.POST)
     reason = form.cleaned_data["reason"] if form.is_valid() else ""
     try:
-        memory.confirm(actor=request.user, via=VIA, reason=reason)
+        memory.confirm(actor=request.user, via=VIA, reason=reason, replaces=replaces)
     except IllegalTransition as error:
         messages.error(request, error.message)
     else:
-        messages.success(request, f"Confirmed {_quote(memory)}")
+        if replaces is None:
+            messages.success(request, f"Confirmed {_quote(memory)}")
+        else:
+            messages.success(
+                request, f"Confirmed {_quote(memory)} as the new version of #{replaces.pk}"
+            )
     return _back(request, "queue")
 
 
@@ -184,16 +298,28 @@ def confirm(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def reject(request: HttpRequest, pk: int) -> HttpResponse:
     memory = _owned(request, pk)
+    duplicate_of = _replaced(request)
     form = ReasonForm(request.POST)
     if not form.is_valid():
         messages.error(request, f"The reason is too long ({REASON_MAX_CHARS} characters at most).")
         return _back(request, "queue")
+    reason = form.cleaned_data["reason"]
+    if duplicate_of is not None:
+        reason = f"Duplicate of memory {duplicate_of.pk} {_quote(duplicate_of)}" + (
+            f": {reason}" if reason else ""
+        )
     try:
-        memory.reject(actor=request.user, via=VIA, reason=form.cleaned_data["reason"])
+        memory.reject(actor=request.user, via=VIA, reason=reason)
     except IllegalTransition as error:
         messages.error(request, error.message)
     else:
-        messages.success(request, f"Rejected {_quote(memory)}")
+        _remember_undo(request, [memory])
+        if duplicate_of is None:
+            messages.success(request, f"Rejected {_quote(memory)}")
+        else:
+            messages.success(
+                request, f"Rejected {_quote(memory)} as a duplicate of #{duplicate_of.pk}"
+            )
     return _back(request, "queue")
 
 
@@ -214,7 +340,14 @@ def bulk(request: HttpRequest) -> HttpResponse:
         get_object_or_404(Memory.objects.none())
     action = form.cleaned_data["action"]
     reason = form.cleaned_data["reason"]
-    done, failures = 0, []
+    if action == "reject" and request.POST.get("confirmed") != "yes":
+        # Rejecting several at once asks first (the page script asks in a dialog).
+        return render(
+            request,
+            "memories/queue_bulk_reject.html",
+            {"memories": memories, "reason": reason},
+        )
+    done, failures = [], []
     for memory in memories:
         try:
             if action == "confirm":
@@ -224,13 +357,46 @@ def bulk(request: HttpRequest) -> HttpResponse:
         except IllegalTransition as error:
             failures.append(error.message)
         else:
-            done += 1
+            done.append(memory)
     past = "Confirmed" if action == "confirm" else "Rejected"
     if done:
-        messages.success(request, f"{past} {done} {'memory' if done == 1 else 'memories'}.")
+        count = len(done)
+        messages.success(request, f"{past} {count} {'memory' if count == 1 else 'memories'}.")
+        if action == "reject":
+            _remember_undo(request, done)
     for failure in failures:
         messages.error(request, failure)
     return redirect("queue")
+
+
+@login_required
+@owner_time_zone
+@require_POST
+def restore(request: HttpRequest) -> HttpResponse:
+    """Put rejected memories back in the queue (undo, or a later change of mind)."""
+    form = MemoryIdsForm(request.POST)
+    if not form.is_valid():
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, error)
+        return _back(request, "queue")
+    ids = set(form.cleaned_data["ids"])
+    memories = list(Memory.objects.for_owner(request.user).filter(pk__in=ids).order_by("pk"))
+    if len(memories) != len(ids):
+        get_object_or_404(Memory.objects.none())
+    restored = []
+    for memory in memories:
+        try:
+            memory.restore(actor=request.user, via=VIA, reason=form.cleaned_data["reason"])
+        except IllegalTransition as error:
+            messages.error(request, error.message)
+        else:
+            restored.append(memory)
+    if len(restored) == 1:
+        messages.success(request, f"Restored {_quote(restored[0])} to the queue.")
+    elif restored:
+        messages.success(request, f"Restored {len(restored)} memories to the queue.")
+    return _back(request, "queue")
 
 
 # --- memory browser ----------------------------------------------------------------
@@ -238,14 +404,9 @@ def bulk(request: HttpRequest) -> HttpResponse:
 
 def _filtered(owner, form: MemoryFilterForm):
     memories = Memory.objects.for_owner(owner)
-    if not form.is_valid():
-        return memories
     data = form.cleaned_data
     if data["q"]:
-        memories = memories.filter(
-            Q(content__icontains=data["q"])
-            | Q(tsv=SearchQuery(data["q"], config="english", search_type="websearch"))
-        )
+        memories = memories.matching(data["q"])
     for name in ("status", "type", "source"):
         if data[name]:
             memories = memories.filter(**{name: data[name]})
@@ -269,19 +430,61 @@ def _filtered(owner, form: MemoryFilterForm):
 @require_GET
 def memory_list(request: HttpRequest) -> HttpResponse:
     form = MemoryFilterForm(request.GET or None)
-    if form.is_bound:
+    filtering = form.is_bound and any(
+        value for key, value in request.GET.items() if key not in ("page", "sort")
+    )
+    # Filters that do not validate are not applied, and the page says so rather
+    # than counting every memory as a match.
+    invalid = form.is_bound and not form.is_valid()
+    if form.is_bound and not invalid:
         memories = _filtered(request.user, form)
     else:
         memories = Memory.objects.for_owner(request.user).order_by("-created_at", "-id")
     page = Paginator(memories, PAGE_SIZE).get_page(request.GET.get("page"))
-    filtering = form.is_bound and any(
-        value for key, value in request.GET.items() if key not in ("page", "sort")
-    )
     return render(
         request,
         "memories/memory_list.html",
-        {"form": form, "page": page, "memories": page.object_list, "filtering": filtering},
+        {
+            "form": form,
+            "page": page,
+            "memories": page.object_list,
+            "filtering": filtering and not invalid,
+            "invalid": invalid,
+            "search": form.cleaned_data.get("q", "") if form.is_bound and not invalid else "",
+            "add_form": MemoryAddForm(),
+        },
     )
+
+
+@login_required
+@owner_time_zone
+@require_http_methods(["GET", "POST"])
+def memory_add(request: HttpRequest) -> HttpResponse:
+    """The owner writes a memory: active at once, as the API's mode remember.
+
+    The small forms on the home and memories pages post here; errors are shown
+    on this page's own form, with what was typed.
+    """
+    form = MemoryAddForm(request.POST or None)
+    if request.method == "GET" or not form.is_valid():
+        status = 400 if request.method == "POST" else 200
+        return render(
+            request,
+            "memories/memory_add.html",
+            {"form": form, "next": _safe_next(request)},
+            status=status,
+        )
+    data = form.cleaned_data
+    memory = Memory.remember(
+        request.user,
+        data["content"],
+        data["type"],
+        entities=data["entities"],
+        actor=request.user,
+        via=VIA,
+    )
+    messages.success(request, f"Remembered {_quote(memory)} (#{memory.pk}). It is active now.")
+    return _back(request, "memory-list")
 
 
 # --- memory detail and chain -----------------------------------------------------
@@ -296,6 +499,12 @@ class Version:
     sources: list[Memory] = field(default_factory=list)
     # One word diff per source, in the same order.
     diffs: list[list[DiffPiece]] = field(default_factory=list)
+    # The event that erased this version's text, if it was redacted.
+    redaction: MemoryEvent | None = None
+
+    @property
+    def is_redacted(self) -> bool:
+        return self.memory.status == Memory.Status.REDACTED
 
     @property
     def is_merge(self) -> bool:
@@ -306,7 +515,9 @@ class Version:
         return list(zip(self.sources, self.diffs, strict=True))
 
 
-def _versions(chain: list[Memory], current: Memory) -> list[Version]:
+def _versions(
+    chain: list[Memory], current: Memory, redactions: dict[int, MemoryEvent]
+) -> list[Version]:
     versions = []
     for member in chain:
         sources = [other for other in chain if other.superseded_by_id == member.pk]
@@ -316,10 +527,21 @@ def _versions(chain: list[Memory], current: Memory) -> list[Version]:
                 is_head=member.superseded_by_id is None,
                 is_current=member.pk == current.pk,
                 sources=sources,
-                diffs=[word_diff(source.content, member.content) for source in sources],
+                # A redacted side has no words to compare.
+                diffs=[
+                    []
+                    if Memory.Status.REDACTED in (source.status, member.status)
+                    else word_diff(source.content, member.content)
+                    for source in sources
+                ],
+                redaction=redactions.get(member.pk),
             )
         )
     return versions
+
+
+def _redactions(events: list[MemoryEvent]) -> dict[int, MemoryEvent]:
+    return {e.memory_id: e for e in events if e.action == MemoryEvent.Action.REDACTED}
 
 
 @login_required
@@ -329,18 +551,23 @@ def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
     memory = _owned(request, pk)
     chain = Memory.objects.for_owner(request.user).chain(memory)
     head = next((member for member in chain if member.superseded_by_id is None), memory)
-    events = (
+    events = list(
         MemoryEvent.objects.filter(owner=request.user, memory__in=[m.pk for m in chain])
         .select_related("actor")
         .order_by("at", "id")
     )
+    creation = next((event for event in events if event.memory_id == memory.pk), None)
+    redactions = _redactions(events)
     return render(
         request,
         "memories/memory_detail.html",
         {
             "memory": memory,
+            "provenance": provenance(memory, creation, request.user),
             "head": head,
-            "versions": _versions(chain, memory),
+            "versions": _versions(chain, memory, redactions),
+            "redaction": redactions.get(memory.pk),
+            "chain_has_text": any(m.status != Memory.Status.REDACTED for m in chain),
             "events": events,
             "reason_form": ReasonForm(),
         },
@@ -357,12 +584,14 @@ def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
             request, f"Memory {memory.pk} is {memory.status}: only the current version is edited."
         )
         return redirect("memory-detail", pk=memory.pk)
+    back = _safe_next(request, request.GET.get("next") or request.POST.get("next", ""))
+    context = {"memory": memory, "next": back}
     if request.method == "GET":
         form = MemoryEditForm.for_memory(memory)
-        return render(request, "memories/memory_edit.html", {"memory": memory, "form": form})
+        return render(request, "memories/memory_edit.html", context | {"form": form})
     form = MemoryEditForm(request.POST)
     if not form.is_valid():
-        return render(request, "memories/memory_edit.html", {"memory": memory, "form": form})
+        return render(request, "memories/memory_edit.html", context | {"form": form})
     data = form.cleaned_data
     unchanged = (
         data["content"] == memory.content
@@ -376,9 +605,10 @@ def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
         if unchanged:
             memory.confirm(actor=request.user, via=VIA, reason=data["reason"])
             messages.success(request, f"Confirmed {_quote(memory)} unchanged")
-            return redirect("memory-detail", pk=memory.pk)
+            return _back(request, "memory-detail", pk=memory.pk)
         was_proposal = memory.status == Memory.Status.PROPOSED
-        new = memory.supersede(
+        change = memory.confirm_edited if was_proposal else memory.supersede
+        new = change(
             data["content"],
             type=data["type"],
             entities=data["entities"],
@@ -391,8 +621,9 @@ def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("memory-detail", pk=memory.pk)
     if was_proposal:
         messages.success(request, f"Confirmed your edited version {_quote(new)}")
-    else:
-        messages.success(request, f"Saved a new version {_quote(new)}")
+        # Back to the queue it came from, where the next proposal now waits.
+        return _back(request, "memory-detail", pk=new.pk)
+    messages.success(request, f"Saved a new version {_quote(new)}")
     return redirect("memory-detail", pk=new.pk)
 
 
@@ -428,9 +659,60 @@ def archive(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("memory-detail", pk=memory.pk)
 
 
+@login_required
+@owner_time_zone
+@require_http_methods(["GET", "POST"])
+def redact(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET (or a POST without ``confirmed``) shows exactly what will be erased; the
+    confirmed POST erases it."""
+    memory = _owned(request, pk)
+    form = RedactForm(request.POST or None)
+    confirmed = request.method == "POST" and request.POST.get("confirmed") == "yes"
+    if confirmed and form.is_valid():
+        chain = form.cleaned_data["scope"] == "chain"
+        try:
+            result = memory.redact(
+                chain=chain, actor=request.user, via=VIA, reason=form.cleaned_data["reason"]
+            )
+        except IllegalTransition as error:
+            messages.error(request, error.message)
+            return redirect("memory-detail", pk=memory.pk)
+        except RedactionRefused as refused:
+            form.add_error("reason", refused.message)
+        else:
+            count = len(result.memory_ids)
+            erased = f"{count} versions" if count > 1 else f"memory #{memory.pk}"
+            messages.success(request, f"Redacted {erased}: the text is erased for good.")
+            return redirect("memory-detail", pk=memory.pk)
+    chain = Memory.objects.for_owner(request.user).chain(memory)
+    others = [m for m in chain if m.pk != memory.pk and m.status != Memory.Status.REDACTED]
+    events = MemoryEvent.objects.filter(owner=request.user, memory__in=[m.pk for m in chain])
+    reasons = {
+        row["memory_id"]: row["n"]
+        for row in events.exclude(reason="").values("memory_id").annotate(n=Count("id")).order_by()
+    }
+    status = 400 if request.method == "POST" and confirmed else 200
+    return render(
+        request,
+        "memories/memory_redact.html",
+        {
+            "memory": memory,
+            "form": form,
+            "others": others,
+            "repeated": [m for m in others if m.content.strip() == memory.content.strip()],
+            "reasons_here": reasons.get(memory.pk, 0),
+            "reasons_in_chain": sum(reasons.get(m.pk, 0) for m in [memory, *others]),
+            "redaction": _redactions(list(events.filter(memory=memory))).get(memory.pk),
+        },
+        status=status,
+    )
+
+
 # --- API tokens ------------------------------------------------------------------
 
 
+# The tokens page shows a new token's secret once: no cache may keep a copy.
+@never_cache
 @login_required
 @owner_time_zone
 @require_GET
@@ -452,6 +734,7 @@ def _tokens_page(request: HttpRequest, form: TokenForm, status: int = 200) -> Ht
     )
 
 
+@never_cache
 @login_required
 @owner_time_zone
 @require_POST
@@ -516,11 +799,12 @@ def inspect(request: HttpRequest) -> HttpResponse:
             by_id = {item.memory.pk: item.memory for item in items}
             context.update(
                 result=result,
-                candidates=score_bars(result.pipeline, items),
+                candidates=explain(result),
+                legend=legend(result.pipeline, result.profile),
+                cost=block_cost(result),
                 legs=[
                     (report, [(pk, by_id.get(pk)) for pk in report.ranked_ids[:LEG_PREVIEW]])
                     for report in result.legs.values()
                 ],
-                min_score=MIN_SCORE,
             )
     return render(request, "memories/inspect.html", context)

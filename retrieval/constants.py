@@ -11,30 +11,124 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from memories.models import MemoryType
+from retrieval.names import PIPELINES  # noqa: F401  (defined there for settings)
 
 # How many candidates each leg of the fusion pipeline returns.
 LEG_LIMIT = 30
 
-# Weighted reciprocal rank fusion: score += LEG_WEIGHTS[leg] / (RRF_K + rank),
-# rank counted from 1. The seed's k = 60 (from fusing many 1000-deep TREC runs)
-# makes a leg's 1st and 30th candidate differ by only 1.5x, so within-leg order
-# barely counts and decay decides the ranking; k = 2 lets it count (R@5 on
-# locomo-dev 46 -> 57 with everything else equal; see docs/evaluation.md).
-RRF_K = 2
-# BM25 (the text leg) is the strongest single leg on conversation data; the
-# vector leg still adds what words miss. Measured in docs/evaluation.md.
-LEG_WEIGHTS = {"vector": 1.0, "text": 1.5, "entity": 1.0}
+# How each leg's list becomes part of one score, per fusion profile (below).
+#
+# "zscore" (the default): each scored leg's scores are standardised over the
+# list the leg returned, z = (score - mean) / standard deviation, clipped at 0,
+# so a memory counts by how far it stands out from the leg's other candidates.
+# A leg with one clear winner speaks loudly, a leg whose candidates all share
+# a common word barely at all; ranks alone (RRF) cannot tell the two apart.
+# "rrf": the seed's reciprocal rank fusion, score += weight / (k + rank).
+ZSCORE = "zscore"
+RRF = "rrf"
+# A leg's list shorter than this is standardised as if the missing places held
+# memories scoring 0 (a memory the leg did not find): two matches among an
+# owner's memories are not "one above and one below the mean".
+ZSCORE_MIN_REFERENCE = 5
 
-# Recency decay of the fusion pipeline: 0.5 ** (days since confirmed / half-life).
-DECAY_HALF_LIFE_DAYS = 90.0
+# The seed's text ranker (ts_rank over an OR of the query's lexemes) and ours.
+TS_RANK = "ts_rank"
+BM25 = "bm25"
 
-# Fused scores below this are cut: returning nothing beats returning stale noise.
-# The seed's 0.005 was set for k = 60; carried over to RRF_K so that a leg's last
-# candidate (rank LEG_LIMIT, weight 1) is still cut once decay x type weight
-# falls below 0.45, as under the seed (about 100 days for a fact).
-SEED_RRF_K = 60
-SEED_MIN_SCORE = 0.005
-MIN_SCORE = SEED_MIN_SCORE * (SEED_RRF_K + LEG_LIMIT) / (RRF_K + LEG_LIMIT)
+
+@dataclass(frozen=True)
+class FusionProfile:
+    """One complete configuration of the fusion pipeline (docs/evaluation.md)."""
+
+    name: str
+    combine: str
+    text_ranker: str
+    # Multiplies each leg's part of the score. Under "zscore" the entity leg,
+    # which has no score of its own, adds its weight for every memory it finds.
+    leg_weights: dict[str, float]
+    # "rrf" only.
+    rrf_k: float = 60.0
+    # Recency decay, 0.5 ** (days since last confirmed / half-life), on these
+    # types; None: age alone never lowers a score.
+    decay_half_life_days: float | None = None
+    decay_types: tuple[str, ...] = ()
+    # Whether TypeProfile.weight multiplies the score.
+    type_weights: bool = False
+    # Scores at or below this are cut: returning nothing beats returning noise.
+    min_score: float = 0.0
+    # Candidates scoring less than this share of the best one are cut (0: none).
+    relative_cut: float = 0.0
+    # A text match on a memory whose meaning is far from the query's counts
+    # less: its part is multiplied by clip((cosine - low) / (high - low), 0, 1).
+    # None: no gate. Calibrated on all-MiniLM-L6-v2 (docs/evaluation.md).
+    semantic_gate: tuple[float, float] | None = None
+    # Whether a query that asks how things stand now ("these days", "still",
+    # "currently", ...) prefers newer memories (see CURRENT_STATE_*).
+    current_state: bool = False
+    # Largest share of the token budget one memory may take; a longer one is
+    # cut short with an ellipsis. None: memories are packed whole or not at all.
+    max_item_share: float | None = None
+
+
+DEFAULT_PROFILE = FusionProfile(
+    name="default",
+    combine=ZSCORE,
+    text_ranker=BM25,
+    leg_weights={"vector": 1.0, "text": 1.0, "entity": 0.5},
+    # Every candidate whose score is not above 0 stood out in no leg.
+    min_score=0.0,
+    relative_cut=0.05,
+    semantic_gate=(0.1, 0.4),
+    current_state=True,
+    max_item_share=0.25,
+)
+
+# Seed 000 exactly: ts_rank text leg, RRF k = 60, every type decays with a
+# 90-day half-life, type weights, minimum score 0.005.
+SEED_PROFILE = FusionProfile(
+    name="seed",
+    combine=RRF,
+    text_ranker=TS_RANK,
+    leg_weights={"vector": 1.0, "text": 1.0, "entity": 1.0},
+    rrf_k=60.0,
+    decay_half_life_days=90.0,
+    decay_types=("semantic", "preference", "episodic", "reflection"),
+    type_weights=True,
+    min_score=0.005,
+)
+
+PROFILES: dict[str, FusionProfile] = {p.name: p for p in (DEFAULT_PROFILE, SEED_PROFILE)}
+
+# Current-state questions ("Where do I live now?", "Am I still on metoprolol?")
+# want the memory that is true today. Under a profile with current_state, when
+# the query says so in these words:
+CURRENT_STATE_WORDS = (
+    "now",
+    "nowadays",
+    "these days",
+    "currently",
+    "current",
+    "still",
+    "anymore",
+    "any more",
+    "at the moment",
+    "at present",
+    "latest",
+    "most recent",
+    "recently",
+    "lately",
+    "yet",
+)
+# - among the best SUPERSEDE_TOP candidates, a fact or preference with a newer
+#   candidate about the same subject (embeddings at least SUPERSEDE_SIMILARITY
+#   alike) is taken to be out of date: its score is multiplied by SUPERSEDED_FACTOR;
+SUPERSEDE_TOP = 5
+SUPERSEDE_SIMILARITY = 0.35
+SUPERSEDED_FACTOR = 0.3
+SUPERSEDABLE_TYPES = ("semantic", "preference")
+# - and every score is multiplied by 0.5 ** (days since written / this), so
+#   that of two equally good answers the newer wins.
+CURRENT_STATE_HALF_LIFE_DAYS = 730.0
 
 # Text leg: BM25 over the memories' English lexemes, with the freshness
 # pipeline's k1 but less length normalisation: memories are a sentence or two,
@@ -46,6 +140,10 @@ TEXT_BM25_B = 0.5
 # a replay further in the past counts them from the memories (about 118 ms at
 # 100k) and reuses them this long per (owner, as_of) (docs/benchmarks.md).
 BM25_CORPUS_STATS_TTL_SECONDS = 60.0
+
+# A recall whose as_of lies more than this many seconds in the past replays the
+# store as it stood then (retrieval/replay.py) and stamps nothing.
+REPLAY_AFTER_SECONDS = 60.0
 
 # Freshness pipeline (seed 003).
 BM25_K1 = 1.2
@@ -77,7 +175,6 @@ TYPE_PROFILES: dict[str, TypeProfile] = {
     MemoryType.REFLECTION: TypeProfile(weight=0.8, half_life_days=14.0),
 }
 
-PIPELINES = ("fusion", "freshness")
 LEGS = ("vector", "text", "entity")
 
 # Vector leg. The HNSW index serves every owner at once, so a walk filtered to

@@ -27,10 +27,10 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
 
-logger = logging.getLogger(__name__)
+from retrieval.names import EMBEDDING_PROVIDERS as PROVIDERS
+from retrieval.names import LOCAL_RUNTIMES
 
-PROVIDERS = ("none", "openai", "local")
-LOCAL_RUNTIMES = ("onnx", "torch")
+logger = logging.getLogger(__name__)
 
 # Backoff before retry n (counted from 0) on 429/5xx: what the server's
 # Retry-After asks, else BASE * 2**n seconds; never more than the cap.

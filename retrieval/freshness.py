@@ -9,13 +9,16 @@ and the same blend is applied to BM25 scores.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from memories.models import Memory
+from retrieval import replay
 from retrieval.bm25 import bm25_scores
 from retrieval.constants import (
+    BM25_B,
     BM25_TOP,
     FRESHNESS_WEIGHT,
     RELEVANCE_WEIGHT,
@@ -92,10 +95,21 @@ def blend(
     return scored
 
 
-def rerank(candidates: list[Candidate], query_embedding: Sequence[float]) -> list[Candidate]:
-    """Candidates by cosine similarity to the query, those without a vector last (BM25 order)."""
+def rerank(
+    candidates: list[Candidate],
+    query_embedding: Sequence[float],
+    fresh_vectors: dict[int, Sequence[float]] | None = None,
+) -> list[Candidate]:
+    """Candidates by cosine similarity to the query, those without a vector last (BM25 order).
+
+    ``fresh_vectors`` holds vectors embedded just now for candidates that had
+    none stored yet (written seconds ago, imported, or their task failed).
+    """
+    fresh_vectors = fresh_vectors or {}
     for candidate in candidates:
         vector = candidate.memory.embedding
+        if vector is None:
+            vector = fresh_vectors.get(candidate.memory.pk)
         if vector is not None:
             candidate.cosine = cosine([float(x) for x in vector], query_embedding)
     return sorted(
@@ -113,6 +127,7 @@ def freshness_pipeline(
     query_embedding: Sequence[float] | None,
     embedder,
     timeout: float,
+    replaying: bool = False,
 ) -> tuple[list[ScoredMemory], dict[str, LegReport]]:
     """Top RERANK_TOP memories, blended and best first, and a report of each stage.
 
@@ -120,21 +135,19 @@ def freshness_pipeline(
     candidates (the caller decides that this is an error); a failed or skipped
     ``rerank`` leaves the BM25 order.
     """
+    score = replay.bm25_scores if replaying else bm25_scores
     bm25_report, scores = run_step(
         "bm25",
-        lambda cursor: bm25_scores(cursor, owner_id, query, as_of, types=types, top=BM25_TOP),
+        lambda cursor: score(cursor, owner_id, query, as_of, types=types, top=BM25_TOP, b=BM25_B),
         timeout,
     )
     scores = scores or []
     bm25_report.ranked_ids = [memory_id for memory_id, _ in scores]
     bm25_report.count = len(scores)
     reports = {"bm25": bm25_report}
-    memories = (
-        Memory.objects.for_owner(owner_id)
-        .active()
-        .defer("tsv")
-        .in_bulk([memory_id for memory_id, _ in scores])
-    )
+    owned = Memory.objects.for_owner(owner_id)
+    rows = owned.active_at(as_of) if replaying else owned.active()
+    memories = rows.defer("tsv").in_bulk([memory_id for memory_id, _ in scores])
     candidates = [
         Candidate(memory=memories[memory_id], bm25=score)
         for memory_id, score in scores
@@ -142,14 +155,23 @@ def freshness_pipeline(
     ]
 
     def reranked(_cursor) -> list[Candidate]:
+        started = time.monotonic()
         embedding = query_embedding
+        unembedded = [c.memory for c in candidates if c.memory.embedding is None]
+        if embedder is None and embedding is None:
+            raise LegSkipped("no embedding provider configured")
+        if embedder is None and len(unembedded) == len(candidates):
+            raise LegSkipped("no embeddings stored and no provider to make them")
+        texts = ([query] if embedding is None else []) + [m.content for m in unembedded]
+        vectors = embedder.embed(texts, timeout=timeout) if texts and embedder else []
         if embedding is None:
-            if embedder is None:
-                raise LegSkipped("no embedding provider configured")
-            embedding = embedder.embed([query], timeout=timeout)[0]
-        if all(candidate.memory.embedding is None for candidate in candidates):
-            raise LegSkipped("no embeddings stored")
-        return rerank(candidates, [float(x) for x in embedding])
+            embedding, vectors = vectors[0], vectors[1:]
+        # Seed 003 embeds the query and the candidates: one stored a moment ago
+        # without its vector yet is exactly what this pipeline must not sink.
+        fresh = {memory.pk: vector for memory, vector in zip(unembedded, vectors, strict=False)}
+        if time.monotonic() - started > timeout:
+            raise TimeoutError(f"embedding took longer than {timeout:g} s")
+        return rerank(candidates, [float(x) for x in embedding], fresh)
 
     rerank_report, ordered = (
         run_step("rerank", reranked, timeout)

@@ -1,21 +1,48 @@
-"""Reciprocal rank fusion of the legs, recency decay and type weights: pure functions."""
+"""Fusing the legs' lists into one ranking: pure functions.
+
+A profile (retrieval/constants.py) says how: standardised leg scores or the
+seed's reciprocal ranks, with or without age decay, a semantic gate on word
+matches, current-state preferences and cuts. docs/retrieval.md explains each
+step; docs/evaluation.md has the measurements behind every number.
+"""
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from memories.models import Memory
 from retrieval.constants import (
-    DECAY_HALF_LIFE_DAYS,
-    LEG_WEIGHTS,
-    MIN_SCORE,
-    RRF_K,
+    CURRENT_STATE_HALF_LIFE_DAYS,
+    CURRENT_STATE_WORDS,
+    RRF,
+    SUPERSEDABLE_TYPES,
+    SUPERSEDE_SIMILARITY,
+    SUPERSEDE_TOP,
+    SUPERSEDED_FACTOR,
     TYPE_PROFILES,
+    ZSCORE_MIN_REFERENCE,
+    FusionProfile,
 )
 from retrieval.results import ScoredMemory
 
 SECONDS_PER_DAY = 86400.0
+BELOW_MIN_SCORE = "below_min_score"
+BELOW_RELATIVE_CUT = "below_relative_cut"
+# Cut reasons that keep a candidate out of the ranking (as opposed to the budget).
+NOT_RETRIEVED = (BELOW_MIN_SCORE, BELOW_RELATIVE_CUT)
+
+# A leg's list, best first: (memory id, the leg's own score).
+Ranking = Sequence[tuple[int, float]]
+
+_CURRENT_STATE = re.compile(
+    r"\b(?:"
+    + "|".join(re.escape(word).replace(r"\ ", r"\s+") for word in CURRENT_STATE_WORDS)
+    + r")\b",
+    re.IGNORECASE,
+)
 
 
 def reference_time(memory: Memory, as_of: datetime) -> datetime:
@@ -34,81 +61,230 @@ def age_days(memory: Memory, as_of: datetime) -> float:
     return max(0.0, (as_of - reference_time(memory, as_of)).total_seconds() / SECONDS_PER_DAY)
 
 
-def decay(memory: Memory, as_of: datetime) -> float:
-    """0.5 ** (days since last confirmed / 90): a memory unconfirmed for 90 days counts half.
+def written_days_ago(memory: Memory, as_of: datetime) -> float:
+    return max(0.0, (as_of - memory.created_at).total_seconds() / SECONDS_PER_DAY)
 
-    Only for types that can go stale (``TypeProfile.decays``); a record of an
-    event keeps 1.0.
-    """
-    if not TYPE_PROFILES[memory.type].decays:
+
+def decay(memory: Memory, as_of: datetime, profile: FusionProfile) -> float:
+    """0.5 ** (days since last confirmed / half-life) for the profile's decaying types, else 1."""
+    if profile.decay_half_life_days is None or memory.type not in profile.decay_types:
         return 1.0
-    return 0.5 ** (age_days(memory, as_of) / DECAY_HALF_LIFE_DAYS)
+    return 0.5 ** (age_days(memory, as_of) / profile.decay_half_life_days)
 
 
-def type_weight(memory_type: str) -> float:
-    return TYPE_PROFILES[memory_type].weight
+def type_weight(memory_type: str, profile: FusionProfile) -> float:
+    return TYPE_PROFILES[memory_type].weight if profile.type_weights else 1.0
 
 
-def rrf_ranks(rankings: Mapping[str, Sequence[int]]) -> dict[int, dict[str, int]]:
+def wants_current_state(query: str) -> bool:
+    """Whether the query asks how things stand now ("Which phone do I use these days?")."""
+    return bool(_CURRENT_STATE.search(query))
+
+
+def cosine(a: Sequence[float] | None, b: Sequence[float] | None) -> float | None:
+    if a is None or b is None:
+        return None
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+def rrf_ranks(rankings: Mapping[str, Ranking]) -> dict[int, dict[str, int]]:
     """For each memory id found by any leg, its 1-based rank in each leg that found it."""
     ranks: dict[int, dict[str, int]] = {}
-    for leg, ids in rankings.items():
-        for rank, memory_id in enumerate(ids, start=1):
+    for leg, ranked in rankings.items():
+        for rank, (memory_id, _) in enumerate(ranked, start=1):
             ranks.setdefault(memory_id, {}).setdefault(leg, rank)
     return ranks
 
 
-def rrf_score(
-    leg_ranks: Mapping[str, int],
-    k: float = RRF_K,
-    weights: Mapping[str, float] = LEG_WEIGHTS,
-) -> float:
+def rrf_score(leg_ranks: Mapping[str, int], profile: FusionProfile) -> float:
     """Sum of weight / (k + rank) over the legs: being found twice beats being found once."""
-    return sum(weights.get(leg, 1.0) / (k + rank) for leg, rank in leg_ranks.items())
+    weights = profile.leg_weights
+    return sum(weights.get(leg, 1.0) / (profile.rrf_k + rank) for leg, rank in leg_ranks.items())
+
+
+def standardised(ranked: Ranking, min_reference: int = ZSCORE_MIN_REFERENCE) -> dict[int, float]:
+    """Each memory's z-score among the leg's candidates, clipped at 0.
+
+    A short list is measured against at least ``min_reference`` scores, the
+    missing ones 0 (what a memory the leg did not find scores): two matches
+    out of an owner's many still stand out from the rest. Candidates that all
+    score alike stand out from nothing: every z is 0 then.
+    """
+    scores = [score for _, score in ranked]
+    reference = scores + [0.0] * max(0, min_reference - len(scores))
+    if len(reference) < 2:
+        return {memory_id: 0.0 for memory_id, _ in ranked}
+    mean = sum(reference) / len(reference)
+    spread = math.sqrt(sum((score - mean) ** 2 for score in reference) / len(reference))
+    if spread <= 1e-12:
+        return {memory_id: 0.0 for memory_id, _ in ranked}
+    z: dict[int, float] = {}
+    for memory_id, score in ranked:
+        z.setdefault(memory_id, max(0.0, (score - mean) / spread))
+    return z
+
+
+def proportional(ranked: Ranking, z: Mapping[int, float]) -> dict[int, float]:
+    """The best candidate keeps its z-score; every other one its share of it,
+    in proportion to its own score (for a leg that has no other to be weighed against)."""
+    best_id, best_score = ranked[0]
+    if best_score <= 0:
+        return dict(z)
+    scale = z[best_id] / best_score if z[best_id] > 0 else 1.0 / best_score
+    return {memory_id: max(0.0, score * scale) for memory_id, score in ranked}
+
+
+def semantic_gate(similarity: float | None, profile: FusionProfile) -> float:
+    """How much a word or entity match counts, by how near the memory's meaning is to the query."""
+    if profile.semantic_gate is None or similarity is None:
+        return 1.0
+    low, high = profile.semantic_gate
+    return min(1.0, max(0.0, (similarity - low) / (high - low)))
 
 
 def fuse(
-    rankings: Mapping[str, Sequence[int]],
+    rankings: Mapping[str, Ranking],
     memories: Mapping[int, Memory],
     as_of: datetime,
     *,
-    min_score: float = MIN_SCORE,
+    profile: FusionProfile,
+    query: str = "",
+    query_embedding: Sequence[float] | None = None,
 ) -> tuple[list[ScoredMemory], list[ScoredMemory]]:
-    """Score every candidate; return (kept best first, cut below the minimum score).
+    """Score every candidate; return (kept best first, cut best first).
 
-    Ids missing from ``memories`` (no longer active by the time they were
-    loaded) are dropped.
+    Ids missing from ``memories`` (no longer active, or not the owner's, by the
+    time they were loaded) are dropped. ``query_embedding`` (with the
+    memories' embeddings loaded) feeds the semantic gate and the current-state
+    check; without it both stand aside.
     """
+    rankings = {
+        leg: [(memory_id, score) for memory_id, score in ranked if memory_id in memories]
+        for leg, ranked in rankings.items()
+    }
+    ranks = rrf_ranks(rankings)
+    z_by_leg = (
+        {leg: standardised(ranked) for leg, ranked in rankings.items() if leg != "entity"}
+        if profile.combine != RRF
+        else {}
+    )
+    found = [leg for leg, z in z_by_leg.items() if z]
+    if len(found) == 1:
+        # One scored leg alone (no vectors, say): there is no other leg to weigh
+        # it against, so its own scores order everything it found.
+        z_by_leg[found[0]] = proportional(rankings[found[0]], z_by_leg[found[0]])
+    vectors = {memory_id: _vector(memories[memory_id]) for memory_id in ranks}
+    similarities = {memory_id: cosine(query_embedding, vectors[memory_id]) for memory_id in ranks}
+
+    scored: list[ScoredMemory] = []
+    for memory_id, leg_ranks in ranks.items():
+        memory = memories[memory_id]
+        parts: dict = {"ranks": dict(leg_ranks)}
+        if profile.combine == RRF:
+            relevance = rrf_score(leg_ranks, profile)
+            parts["rrf"] = relevance
+        else:
+            relevance, contributions, gate = _standardised_relevance(
+                memory_id, leg_ranks, z_by_leg, similarities[memory_id], profile
+            )
+            parts["z"] = {leg: z_by_leg[leg][memory_id] for leg in z_by_leg if leg in leg_ranks}
+            parts["contributions"] = contributions
+            parts["gate"] = gate
+        if similarities[memory_id] is not None:
+            parts["similarity"] = similarities[memory_id]
+        memory_decay = decay(memory, as_of, profile)
+        weight = type_weight(memory.type, profile)
+        parts.update(relevance=relevance, decay=memory_decay, weight=weight)
+        score = relevance * memory_decay * weight
+        scored.append(ScoredMemory(memory=memory, score=score, parts=parts))
+
+    if profile.current_state and wants_current_state(query):
+        _prefer_current_state(scored, as_of, vectors if query_embedding is not None else None)
+    for item in scored:
+        item.parts["final"] = item.score
+    scored.sort(key=_best_first)
+
+    best = scored[0].score if scored else 0.0
     kept: list[ScoredMemory] = []
     cut: list[ScoredMemory] = []
-    for memory_id, leg_ranks in rrf_ranks(rankings).items():
-        memory = memories.get(memory_id)
-        if memory is None:
-            continue
-        rrf = rrf_score(leg_ranks)
-        memory_decay = decay(memory, as_of)
-        weight = type_weight(memory.type)
-        final = rrf * memory_decay * weight
-        item = ScoredMemory(
-            memory=memory,
-            score=final,
-            parts={
-                "ranks": dict(leg_ranks),
-                "rrf": rrf,
-                "decay": memory_decay,
-                "weight": weight,
-                "final": final,
-            },
-        )
-        if final < min_score:
-            item.cut_reason = "below_min_score"
+    for item in scored:
+        if item.score <= profile.min_score:
+            item.cut_reason = BELOW_MIN_SCORE
+            cut.append(item)
+        elif item.score < profile.relative_cut * best:
+            item.cut_reason = BELOW_RELATIVE_CUT
             cut.append(item)
         else:
             kept.append(item)
-    kept.sort(key=_best_first)
-    cut.sort(key=_best_first)
     return kept, cut
 
 
+def _standardised_relevance(
+    memory_id: int,
+    leg_ranks: Mapping[str, int],
+    z_by_leg: Mapping[str, Mapping[int, float]],
+    similarity: float | None,
+    profile: FusionProfile,
+) -> tuple[float, dict[str, float], float]:
+    """Σ weight × z over the scored legs, the text leg's part gated by meaning,
+    plus the entity leg's weight when it found the memory (a name the query
+    spells out is no coincidence of common words: it is not gated)."""
+    gate = semantic_gate(similarity, profile)
+    contributions: dict[str, float] = {}
+    for leg in leg_ranks:
+        weight = profile.leg_weights.get(leg, 1.0)
+        if leg == "entity":
+            contributions[leg] = weight
+        elif leg == "vector":
+            contributions[leg] = weight * z_by_leg[leg][memory_id]
+        else:
+            contributions[leg] = weight * z_by_leg[leg][memory_id] * gate
+    return sum(contributions.values()), contributions, gate
+
+
+def _prefer_current_state(
+    scored: list[ScoredMemory],
+    as_of: datetime,
+    vectors: Mapping[int, list[float] | None] | None,
+) -> None:
+    """The query asks how things stand now: newer memories win.
+
+    Among the best few candidates, a fact or preference with a newer candidate
+    about the same subject (close embeddings) is taken to be out of date; then
+    every score leans gently towards what was written more recently.
+    """
+    top = sorted(scored, key=_best_first)[:SUPERSEDE_TOP]
+    if vectors is not None:
+        demoted: dict[int, int] = {}
+        for older in top:
+            if older.memory.type not in SUPERSEDABLE_TYPES:
+                continue
+            for newer in top:
+                if newer is older or newer.memory.created_at <= older.memory.created_at:
+                    continue
+                alike = cosine(vectors[older.memory.pk], vectors[newer.memory.pk])
+                if alike is not None and alike >= SUPERSEDE_SIMILARITY:
+                    demoted[id(older)] = newer.memory.pk
+                    break
+        for item in top:
+            if id(item) in demoted:
+                item.score *= SUPERSEDED_FACTOR
+                item.parts["superseded_by_newer"] = demoted[id(item)]
+    for item in scored:
+        recency = 0.5 ** (written_days_ago(item.memory, as_of) / CURRENT_STATE_HALF_LIFE_DAYS)
+        item.score *= recency
+        item.parts["current_state"] = recency
+
+
+def _vector(memory: Memory) -> list[float] | None:
+    vector = memory.__dict__.get("embedding")
+    if vector is None:
+        return None
+    return [float(value) for value in vector]
+
+
 def _best_first(item: ScoredMemory) -> tuple[float, int]:
-    return (-item.score, item.memory.pk)
+    # Equal scores: the newer memory first (the better guess with nothing else to go on).
+    return (-item.score, -item.memory.pk)

@@ -25,8 +25,10 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection, transaction
 
 from memories.models import Memory
+from retrieval import replay
 from retrieval.bm25 import POSTING_REFERENCE_TIME_SQL, bm25_scores
 from retrieval.constants import (
+    BM25,
     ENTITY_MAX_CHARS,
     HNSW_EF_SEARCH,
     HNSW_MAX_SCAN_TUPLES,
@@ -34,9 +36,10 @@ from retrieval.constants import (
     LEG_LIMIT,
     LEG_WORKERS,
     TEXT_BM25_B,
+    TS_RANK,
     VECTOR_EXACT_SCAN_MAX_ROWS,
 )
-from retrieval.lexemes import clean_query
+from retrieval.lexemes import clean_query, query_lexemes
 from retrieval.models import OwnerEntity, Posting
 from retrieval.results import LegReport
 
@@ -56,6 +59,15 @@ class LegSkipped(Exception):
     """The leg has nothing to search with (no embedding provider, no stored vectors)."""
 
 
+class Ranked(list):
+    """A leg's answer: (memory id, score) pairs, best first; the vector leg also
+    hands back the query embedding it searched with."""
+
+    def __init__(self, pairs=(), *, query_embedding: Sequence[float] | None = None) -> None:
+        super().__init__(pairs)
+        self.query_embedding = query_embedding
+
+
 @dataclass(frozen=True)
 class LegRequest:
     owner_id: int
@@ -67,12 +79,19 @@ class LegRequest:
     # Embeds the query when no embedding was given: an EmbeddingProvider.
     embedder: object | None = None
     timeout: float = 3.0
+    # bm25 | ts_rank (the seed profile's text leg)
+    text_ranker: str = BM25
+    # Read the memory rows alive at as_of rather than today's postings
+    # (retrieval/replay.py decides when a replay of the past needs it).
+    replay: bool = False
 
 
 def _filters(request: LegRequest) -> tuple[str, dict]:
-    """WHERE conditions every leg shares: owner, active, existing at as_of, type."""
+    """WHERE conditions every leg shares: owner, active (at as_of), type."""
     # status is a literal so the planner can use the indexes built on active rows.
     sql = "m.owner_id = %(owner_id)s AND m.status = 'active' AND m.created_at <= %(as_of)s"
+    if request.replay:
+        sql = replay.ALIVE_SQL
     params: dict = {"owner_id": request.owner_id, "as_of": request.as_of, "limit": request.limit}
     if request.types:
         params["types"] = list(request.types)
@@ -123,23 +142,55 @@ def _set_local(cursor, values: dict[str, str]) -> None:
 # --- text -----------------------------------------------------------------------
 
 
-def text_leg(cursor, request: LegRequest) -> list[int]:
+def text_leg(cursor, request: LegRequest) -> Ranked:
     """Memories sharing any English lexeme with the query, by BM25.
 
     BM25 rather than ``ts_rank``: its IDF makes a word found in half the
     owner's memories (their own name, say) count for little and a rare one for
     much; ``ts_rank`` weighs them alike (docs/evaluation.md has the figures).
+    The seed profile ranks by ``ts_rank`` all the same.
     """
-    scored = bm25_scores(
-        cursor,
-        request.owner_id,
-        request.query,
-        request.as_of,
-        types=request.types,
-        top=request.limit,
-        b=TEXT_BM25_B,
+    if request.text_ranker == TS_RANK:
+        return Ranked(ts_rank_scores(cursor, request))
+    score = replay.bm25_scores if request.replay else bm25_scores
+    return Ranked(
+        score(
+            cursor,
+            request.owner_id,
+            request.query,
+            request.as_of,
+            types=request.types,
+            top=request.limit,
+            b=TEXT_BM25_B,
+        )
     )
-    return [memory_id for memory_id, _ in scored]
+
+
+def ts_rank_scores(cursor, request: LegRequest) -> list[tuple[int, float]]:
+    """Seed 000's text leg: the OR of the query's lexemes, ranked by ``ts_rank``.
+
+    It reads the memories' ``tsv`` (not the postings), as the seed did.
+    """
+    lexemes = query_lexemes(cursor, request.query)
+    if not lexemes:
+        return []
+    where, params = _filters(request)
+    params["lexemes"] = lexemes
+    cursor.execute(
+        f"""
+        WITH q AS (
+            SELECT to_tsquery('english', string_agg(quote_literal(lexeme), ' | ')) AS query
+            FROM unnest(%(lexemes)s::text[]) AS lexeme
+        )
+        SELECT m.id, ts_rank(m.tsv, q.query) AS rank
+        FROM {MEMORY_TABLE} m, q
+        WHERE {where} AND m.tsv @@ q.query
+        ORDER BY rank DESC, m.id DESC
+        LIMIT %(limit)s
+        """,
+        params,
+    )
+    return [(memory_id, float(rank)) for memory_id, rank in cursor.fetchall()]
 
 
 # --- entity ---------------------------------------------------------------------
@@ -178,15 +229,28 @@ def entity_candidates(query: str, max_chars: int = ENTITY_MAX_CHARS) -> set[str]
 _WORD_CHAR = re.compile(r"\w")
 
 
-def entity_leg(cursor, request: LegRequest) -> list[int]:
+def entity_leg(cursor, request: LegRequest) -> Ranked:
     """Memories naming an entity that the query names literally.
 
-    Ranked by how many of the query's entities they name, then by how rare the
-    rarest of those is among the owner's active memories, then by recency.
+    Ranked by how many of the query's entities they name (the score), then by
+    how rare the rarest of those is among the owner's active memories, then by
+    recency.
     """
     candidates = entity_candidates(request.query)
     if not candidates:
-        return []
+        return Ranked()
+    if request.replay:
+        keys = sorted({candidate.lower() for candidate in candidates})
+        return Ranked(
+            replay.entity_scores(
+                cursor,
+                request.owner_id,
+                keys,
+                request.as_of,
+                types=request.types,
+                limit=request.limit,
+            )
+        )
     # One index probe per stretch of the query in the owner's dictionary,
     # lower-cased by PostgreSQL's lower() like the stored keys.
     cursor.execute(
@@ -199,7 +263,7 @@ def entity_leg(cursor, request: LegRequest) -> list[int]:
     )
     named = dict(cursor.fetchall())
     if not named:
-        return []
+        return Ranked()
     params = {
         "owner_id": request.owner_id,
         "as_of": request.as_of,
@@ -214,7 +278,7 @@ def entity_leg(cursor, request: LegRequest) -> list[int]:
     # page per memory naming them (docs/benchmarks.md).
     cursor.execute(
         f"""
-        SELECT t.memory_id FROM {POSTING_TABLE} t
+        SELECT t.memory_id, count(*) FROM {POSTING_TABLE} t
         JOIN unnest(%(keys)s::text[], %(counts)s::int[]) AS w(key, memories) ON w.key = t.term
         WHERE t.owner_id = %(owner_id)s AND t.kind = '{Posting.Kind.ENTITY}'
           AND t.term = ANY(%(keys)s::text[]) AND t.created_at <= %(as_of)s {type_filter}
@@ -225,7 +289,7 @@ def entity_leg(cursor, request: LegRequest) -> list[int]:
         """,
         params,
     )
-    return [row[0] for row in cursor.fetchall()]
+    return Ranked((memory_id, float(named_count)) for memory_id, named_count in cursor.fetchall())
 
 
 # --- vector ---------------------------------------------------------------------
@@ -235,8 +299,8 @@ def vector_literal(embedding: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(value)) for value in embedding) + "]"
 
 
-def vector_leg(cursor, request: LegRequest) -> list[int]:
-    """Nearest memories by cosine distance to the query's embedding."""
+def vector_leg(cursor, request: LegRequest) -> Ranked:
+    """Nearest memories by cosine similarity to the query's embedding (the score)."""
     embedding = request.query_embedding
     if embedding is None:
         if request.embedder is None:
@@ -250,16 +314,17 @@ def vector_leg(cursor, request: LegRequest) -> list[int]:
     # visits about (all rows / the owner's rows) tuples per row it keeps, each
     # a heap fetch. It pays only for an owner holding a good share of the
     # table; everyone else is scanned exactly, which costs their own rows.
-    if _owner_dominates(cursor, request.owner_id):
-        ids = _approximate_nearest(cursor, where, params)
-        if len(ids) >= request.limit:
-            return ids
+    # The graph indexes today's active rows only: a replay scans exactly.
+    if not request.replay and _owner_dominates(cursor, request.owner_id):
+        nearest = _approximate_nearest(cursor, where, params)
+        if len(nearest) >= request.limit:
+            return Ranked(nearest, query_embedding=tuple(embedding))
     # A small owner, or the walk gave up before finding enough of this
     # owner's rows (few of them carry vectors, or they lie far away).
-    ids = _exact_nearest(cursor, where, params)
-    if not ids:
+    nearest = _exact_nearest(cursor, where, params)
+    if not nearest:
         raise LegSkipped("no embeddings stored")
-    return ids
+    return Ranked(nearest, query_embedding=tuple(embedding))
 
 
 def _owner_dominates(cursor, owner_id: int) -> bool:
@@ -289,7 +354,7 @@ def _owner_dominates(cursor, owner_id: int) -> bool:
     return share >= HNSW_MIN_OWNER_SHARE and share * table_rows > VECTOR_EXACT_SCAN_MAX_ROWS
 
 
-def _exact_nearest(cursor, where: str, params: dict) -> list[int]:
+def _exact_nearest(cursor, where: str, params: dict) -> list[tuple[int, float]]:
     # MATERIALIZED keeps the planner off the HNSW index: every row is compared.
     # The rows come from the covering index memory_active_embeddings (retrieval
     # 0005) by an index-only scan: the owner's entries lie together, where their
@@ -301,14 +366,14 @@ def _exact_nearest(cursor, where: str, params: dict) -> list[int]:
             FROM {MEMORY_TABLE} m
             WHERE {where} AND m.embedding IS NOT NULL
         )
-        SELECT id FROM owned ORDER BY distance, id LIMIT %(limit)s
+        SELECT id, 1 - distance FROM owned ORDER BY distance, id LIMIT %(limit)s
         """,
         params,
     )
-    return [row[0] for row in cursor.fetchall()]
+    return [(memory_id, float(similarity)) for memory_id, similarity in cursor.fetchall()]
 
 
-def _approximate_nearest(cursor, where: str, params: dict) -> list[int]:
+def _approximate_nearest(cursor, where: str, params: dict) -> list[tuple[int, float]]:
     with local_settings(
         cursor,
         {
@@ -328,14 +393,15 @@ def _approximate_nearest(cursor, where: str, params: dict) -> list[int]:
                 ORDER BY m.embedding <=> %(embedding)s::vector
                 LIMIT %(limit)s
             )
-            SELECT id FROM nearest ORDER BY distance, id
+            SELECT id, 1 - distance FROM nearest ORDER BY distance, id
             """,
             params,
         )
-        return [row[0] for row in cursor.fetchall()]
+        return [(memory_id, float(similarity)) for memory_id, similarity in cursor.fetchall()]
 
 
-LegFunction = Callable[..., list[int]]
+# Returns (id, score) pairs best first; plain ids are accepted too (scored by rank).
+LegFunction = Callable[..., Sequence]
 
 LEG_FUNCTIONS: dict[str, LegFunction] = {
     "vector": vector_leg,
@@ -380,12 +446,18 @@ def run_step(name: str, step: Callable[[object], T], timeout: float) -> tuple[Le
 
 def run_leg(name: str, request: LegRequest) -> LegReport:
     """Run one leg of ``LEG_FUNCTIONS`` on this thread's connection."""
-    report, ids = run_step(
+    report, found = run_step(
         name, lambda cursor: LEG_FUNCTIONS[name](cursor, request), request.timeout
     )
     if report.status == "ok":
-        report.ranked_ids = list(ids or [])[: request.limit]
+        pairs = [
+            item if isinstance(item, tuple) else (item, -float(rank))
+            for rank, item in enumerate(list(found or [])[: request.limit], start=1)
+        ]
+        report.ranked_ids = [memory_id for memory_id, _ in pairs]
+        report.scores = [float(score) for _, score in pairs]
         report.count = len(report.ranked_ids)
+        report.query_embedding = getattr(found, "query_embedding", None)
     return report
 
 

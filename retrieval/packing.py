@@ -11,6 +11,7 @@ from retrieval.results import ScoredMemory
 from retrieval.tokens import count_tokens
 
 OVER_BUDGET = "over_budget"
+ELLIPSIS = "…"
 
 Item = TypeVar("Item")
 
@@ -39,23 +40,56 @@ def serial_position_order(items: Sequence[Item]) -> list[Item]:
 
 def _block_of(packed: Sequence[ScoredMemory]) -> str:
     ordered = serial_position_order(packed)
-    return render_block((item.memory.type, item.memory.content) for item in ordered)
+    return render_block((item.memory.type, item.shown_content) for item in ordered)
 
 
-def pack(candidates: Sequence[ScoredMemory], budget: int) -> PackResult:
+def shorten(memory_type: str, content: str, max_tokens: int) -> str | None:
+    """The longest start of ``content`` (cut at a word, ending in an ellipsis)
+    whose rendered line costs at most ``max_tokens``; None if not even a word fits."""
+    low, high, best = 1, len(content) - 1, None
+    while low <= high:
+        middle = (low + high) // 2
+        cut = content[:middle]
+        # End on a word boundary when there is one in the second half.
+        space = cut.rfind(" ")
+        if space > middle // 2:
+            cut = cut[:space]
+        candidate = cut.rstrip() + ELLIPSIS
+        if count_tokens(render_item(memory_type, candidate)) <= max_tokens:
+            best, low = candidate, middle + 1
+        else:
+            high = middle - 1
+    return best
+
+
+def pack(
+    candidates: Sequence[ScoredMemory],
+    budget: int,
+    *,
+    max_item_share: float | None = None,
+) -> PackResult:
     """Fill the block with the best candidates that fit in ``budget`` tokens.
 
     ``candidates`` come best first. Each is costed as its rendered line; the
     fence is reserved first; an item that does not fit is skipped and later,
-    smaller ones may still fit. The promise is on the finished block:
-    ``count_tokens(block) <= budget``.
+    smaller ones may still fit. With ``max_item_share`` no memory's line may
+    take more than that share of the budget: a longer memory is shown cut
+    short, with an ellipsis, rather than crowding out the others. The promise
+    is on the finished block: ``count_tokens(block) <= budget``.
     """
     remaining = budget - count_tokens(BLOCK_OPEN + BLOCK_CLOSE)
+    item_allowance = int(budget * max_item_share) if max_item_share else None
     packed: list[ScoredMemory] = []
     for candidate in candidates:
+        candidate.shortened = None
         candidate.tokens = count_tokens(
             render_item(candidate.memory.type, candidate.memory.content)
         )
+        if item_allowance is not None and candidate.tokens > item_allowance:
+            shortened = shorten(candidate.memory.type, candidate.memory.content, item_allowance)
+            if shortened is not None:
+                candidate.shortened = shortened
+                candidate.tokens = count_tokens(render_item(candidate.memory.type, shortened))
         candidate.position = None
         if candidate.tokens <= remaining:
             candidate.cut_reason = None

@@ -15,12 +15,20 @@ from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from memories.models import Memory, MemoryType
-from retrieval.constants import LEG_LIMIT, LEGS, PIPELINES, STAMP_GRANULARITY
+from retrieval.constants import (
+    LEG_LIMIT,
+    LEGS,
+    PIPELINES,
+    PROFILES,
+    STAMP_GRANULARITY,
+    FusionProfile,
+)
 from retrieval.freshness import freshness_pipeline
 from retrieval.fusion import fuse
 from retrieval.legs import LegRequest, run_legs
 from retrieval.lexemes import clean_query
 from retrieval.packing import pack
+from retrieval.replay import is_past, needs_replay
 from retrieval.results import LegReport, RecallFailed, RecallResult, ScoredMemory
 
 logger = logging.getLogger(__name__)
@@ -41,18 +49,22 @@ def recall(
     legs: Sequence[str] | None = None,
     query_embedding: Sequence[float] | None = None,
     session_id: str = "",
+    profile: str | None = None,
 ) -> RecallResult:
     """The owner's memories that answer ``query``, packed into a fenced block.
 
     ``legs`` limits the fusion legs (for evaluation); ``types`` limits memory
     types; ``as_of`` replays the store as it stood then; ``dry_run`` leaves
     ``last_retrieved_at`` alone; ``explain`` also returns what was cut and why;
-    ``query_embedding`` spares embedding the query. Raises ``ValueError`` for bad
-    arguments and ``RecallFailed`` when nothing could be searched in time.
+    ``query_embedding`` spares embedding the query; ``profile`` names the fusion
+    profile (default: the ``TIMOTHY_RETRIEVAL_PROFILE`` setting). Raises
+    ``ValueError`` for bad arguments and ``RecallFailed`` when nothing could be
+    searched in time.
     """
     started = time.perf_counter()
     deadline = time.monotonic() + settings.RECALL_TIMEOUT
     pipeline = _pipeline(pipeline)
+    fusion_profile = _profile(profile)
     budget = _budget(token_budget)
     type_filter = _types(types)
     leg_names = _legs(legs)
@@ -62,12 +74,15 @@ def recall(
         raise ValueError("query must be text.")
     query = clean_query(query)
     owner_id = owner.pk if hasattr(owner, "pk") else int(owner)
-    needs_vectors = pipeline == "freshness" or "vector" in leg_names
-    embedder = _embedding_provider() if embedding is None and needs_vectors else None
+    # The vector leg embeds the query (unless given); the freshness pipeline also
+    # embeds candidates that have no vector stored yet.
+    needs_embedder = pipeline == "freshness" or (embedding is None and "vector" in leg_names)
+    embedder = _embedding_provider() if needs_embedder else None
     timeout = min(settings.LEG_TIMEOUT, settings.RECALL_TIMEOUT)
     # Where the time went, in ms (the search route's Server-Timing header).
     timings = {"start": _ms_since(started)}
 
+    replaying = needs_replay(owner_id, as_of)
     if pipeline == "fusion":
         request = LegRequest(
             owner_id=owner_id,
@@ -78,11 +93,15 @@ def recall(
             query_embedding=embedding,
             embedder=embedder,
             timeout=timeout,
+            text_ranker=fusion_profile.text_ranker,
+            replay=replaying,
         )
         reports = run_legs(leg_names, request, deadline=deadline)
         timings["legs"] = _ms_since(started) - timings["start"]
         _raise_if_nothing_searched(reports)
-        candidates, cut = _fused(owner_id, reports, as_of)
+        candidates, cut = _fused(
+            owner_id, reports, as_of, fusion_profile, query, embedding, replaying=replaying
+        )
     else:
         candidates, reports = freshness_pipeline(
             owner_id,
@@ -92,6 +111,7 @@ def recall(
             query_embedding=embedding,
             embedder=embedder,
             timeout=timeout,
+            replaying=replaying,
         )
         timings["legs"] = _ms_since(started) - timings["start"]
         _raise_if_nothing_searched({"bm25": reports["bm25"]})
@@ -102,8 +122,13 @@ def recall(
         )
 
     timings["fuse"] = _ms_since(started) - timings["start"] - timings["legs"]
-    packed = pack(candidates, budget)
-    if not dry_run:
+    packed = pack(
+        candidates,
+        budget,
+        max_item_share=fusion_profile.max_item_share if pipeline == "fusion" else None,
+    )
+    # Retrieval in a replay of the past happened nowhere: nothing to stamp.
+    if not dry_run and not is_past(as_of):
         _mark_retrieved(owner_id, packed.packed)
     elapsed = (time.perf_counter() - started) * 1000
     timings["pack"] = elapsed - timings["fuse"] - timings["legs"] - timings["start"]
@@ -129,6 +154,7 @@ def recall(
         explain=explain,
         ms=elapsed,
         timings=timings,
+        profile=fusion_profile.name,
     )
 
 
@@ -137,18 +163,44 @@ def _ms_since(started: float) -> float:
 
 
 def _fused(
-    owner_id: int, reports: dict[str, LegReport], as_of: datetime
+    owner_id: int,
+    reports: dict[str, LegReport],
+    as_of: datetime,
+    profile: FusionProfile,
+    query: str,
+    query_embedding: Sequence[float] | None,
+    *,
+    replaying: bool = False,
 ) -> tuple[list[ScoredMemory], list[ScoredMemory]]:
-    rankings = {name: report.ranked_ids for name, report in reports.items() if report.ranked_ids}
-    ids = {memory_id for ranked in rankings.values() for memory_id in ranked}
-    memories = (
-        Memory.objects.for_owner(owner_id)
-        .active()
-        .filter(created_at__lte=as_of)
-        .defer("embedding", "tsv")
-        .in_bulk(ids)
+    rankings = {name: report.ranking() for name, report in reports.items() if report.ranked_ids}
+    ids = {memory_id for ranked in rankings.values() for memory_id, _ in ranked}
+    if query_embedding is None:
+        vector_report = reports.get("vector")
+        query_embedding = vector_report.query_embedding if vector_report else None
+    # The candidates' own vectors serve the semantic gate and the current-state
+    # check, which compare meanings; without a query vector neither applies.
+    needs_vectors = query_embedding is not None and (
+        profile.semantic_gate is not None or profile.current_state
     )
-    return fuse(rankings, memories, as_of)
+    deferred = ("tsv",) if needs_vectors else ("embedding", "tsv")
+    # Owner and status again: a leg's answer is only a list of ids.
+    memories = alive(owner_id, as_of, replaying).defer(*deferred).in_bulk(ids)
+    return fuse(
+        rankings,
+        memories,
+        as_of,
+        profile=profile,
+        query=query,
+        query_embedding=query_embedding,
+    )
+
+
+def alive(owner_id: int, as_of: datetime, replaying: bool):
+    """The owner's memories a recall at ``as_of`` may return."""
+    memories = Memory.objects.for_owner(owner_id)
+    if replaying:
+        return memories.active_at(as_of)
+    return memories.active().filter(created_at__lte=as_of)
 
 
 def _raise_if_nothing_searched(reports: dict[str, LegReport]) -> None:
@@ -257,6 +309,13 @@ def _pipeline(pipeline: str | None) -> str:
     if chosen not in PIPELINES:
         raise ValueError(f"Unknown pipeline {chosen!r}; choose one of: {', '.join(PIPELINES)}.")
     return chosen
+
+
+def _profile(profile: str | None) -> FusionProfile:
+    chosen = profile or settings.RETRIEVAL_PROFILE
+    if chosen not in PROFILES:
+        raise ValueError(f"Unknown profile {chosen!r}; choose one of: {', '.join(PROFILES)}.")
+    return PROFILES[chosen]
 
 
 def _budget(token_budget: int | None) -> int:

@@ -28,8 +28,15 @@ class LegReport:
     ms: float = 0.0
     count: int = 0
     error: str | None = None
-    # Memory ids, best first.
+    # Memory ids, best first, and the leg's own score of each (cosine
+    # similarity, BM25, ts_rank, entities named).
     ranked_ids: list[int] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    # The vector leg's query embedding (reused by the fusion).
+    query_embedding: tuple[float, ...] | None = None
+
+    def ranking(self) -> list[tuple[int, float]]:
+        return list(zip(self.ranked_ids, self.scores, strict=True))
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -46,16 +53,26 @@ class LegReport:
 class ScoredMemory:
     memory: Memory
     score: float
-    # How the score was made. fusion: {"ranks": {leg: rank}, "rrf", "decay",
-    # "weight", "final"}; freshness: {"bm25", "cosine", "relevance",
-    # "freshness", "relevance_norm", "freshness_norm", "final"}.
+    # How the score was made (retrieval/fusion.py, retrieval/freshness.py).
+    # fusion: {"ranks": {leg: rank}, "z": {leg: z}, "contributions": {leg: part},
+    # "gate", "similarity", or "rrf" under the seed profile; then "relevance",
+    # "decay", "weight", maybe "superseded_by_newer" and "current_state",
+    # "final"}; freshness: {"bm25", "cosine", "relevance", "freshness",
+    # "relevance_norm", "freshness_norm", "final"}.
     parts: dict[str, Any] = field(default_factory=dict)
     # Tokens of the memory's rendered line in the block.
     tokens: int = 0
     # 0-based line position inside the block (serial-position order), None if cut.
     position: int | None = None
-    # Why a candidate was left out: "below_min_score" | "over_budget".
+    # Why a candidate was left out: "below_min_score" | "below_relative_cut" | "over_budget".
     cut_reason: str | None = None
+    # The memory's text as the block shows it, when the packer had to cut it
+    # short (a memory may take at most a share of the budget); None: whole.
+    shortened: str | None = None
+
+    @property
+    def shown_content(self) -> str:
+        return self.memory.content if self.shortened is None else self.shortened
 
 
 @dataclass
@@ -78,12 +95,15 @@ class RecallResult:
     # embed (the query's embedding, inside the vector leg), fuse (loading the
     # candidates and fusing), pack (packing, rendering, queueing the stamp).
     timings: dict[str, float] = field(default_factory=dict)
+    # The fusion profile that scored it (retrieval/constants.py).
+    profile: str = "default"
 
     def to_dict(self) -> dict[str, Any]:
         from retrieval.serialize import scored_memory_to_dict
 
         data: dict[str, Any] = {
             "pipeline": self.pipeline,
+            "profile": self.profile,
             "as_of": self.as_of.isoformat(),
             "memories": [scored_memory_to_dict(item) for item in self.memories],
             "block": self.block,

@@ -36,4 +36,6 @@ def scored_memory_to_dict(item) -> dict[str, Any]:
     data["position"] = item.position
     if item.cut_reason:
         data["cut_reason"] = item.cut_reason
+    if item.shortened is not None:
+        data["shown_content"] = item.shortened
     return data

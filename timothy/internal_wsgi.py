@@ -4,8 +4,8 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
-from timothy.request_body import ChunkedBodyMiddleware
+from timothy.request_body import RequestBodyMiddleware
 
 os.environ["DJANGO_SETTINGS_MODULE"] = "timothy.internal_settings"
 
-application = ChunkedBodyMiddleware(get_wsgi_application())
+application = RequestBodyMiddleware(get_wsgi_application())

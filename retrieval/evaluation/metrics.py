@@ -64,6 +64,8 @@ class QueryOutcome:
     relevant: list[str]
     # The fused ranking before packing, best first (dataset memory ids).
     ranked: list[str]
+    # What went into the block (dataset memory ids).
+    packed_ids: list[str]
     # Tokens of the rendered block and how many memories it holds.
     block_tokens: int
     packed: int
@@ -71,6 +73,29 @@ class QueryOutcome:
     ms: float
     # Legs that failed or timed out on this query.
     failed_legs: tuple[str, ...] = ()
+
+
+def block_precision(outcomes: Sequence[QueryOutcome]) -> dict:
+    """How much of each block is worth its tokens.
+
+    ``precision``: the share of packed memories that are relevant, averaged
+    over the queries whose block holds any; ``tokens_per_relevant``: all block
+    tokens over all relevant memories packed; ``relevant_packed``: the share of
+    every query's relevant memories that made it into its block.
+    """
+    with_block = [o for o in outcomes if o.packed_ids]
+    relevant_packed = sum(len(set(o.packed_ids) & set(o.relevant)) for o in outcomes)
+    wanted = sum(len(set(o.relevant)) for o in outcomes)
+    tokens = sum(o.block_tokens for o in outcomes)
+    return {
+        "precision": fmean(
+            len(set(o.packed_ids) & set(o.relevant)) / len(o.packed_ids) for o in with_block
+        )
+        if with_block
+        else 0.0,
+        "tokens_per_relevant": tokens / relevant_packed if relevant_packed else None,
+        "relevant_packed": relevant_packed / wanted if wanted else 0.0,
+    }
 
 
 def ranking_figures(outcomes: Sequence[QueryOutcome], ks: Sequence[int]) -> dict:
@@ -115,6 +140,7 @@ def summarize(outcomes: Sequence[QueryOutcome], ks: Sequence[int]) -> dict:
             "max": max(tokens, default=0),
             "memories_per_block": fmean(o.packed for o in outcomes) if outcomes else 0.0,
         },
+        "block": block_precision(outcomes),
         "latency_ms": {"p50": percentile(latencies, 0.5), "p95": percentile(latencies, 0.95)},
         "failed_legs": failures,
     }

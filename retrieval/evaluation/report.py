@@ -52,13 +52,16 @@ def render_table(report: dict) -> str:
         + (f" ({embedding['dimensions']}-d)" if embedding["dimensions"] else "")
         + f"; token budget {report['token_budget']}",
         "R@k, nDCG in % over the ranking before packing; tokens and memories per packed "
-        "block; latency of one recall call.",
+        "block; block precision (% of packed memories that are relevant) and block tokens "
+        "per relevant memory packed; latency of one recall call.",
         "",
     ]
     headers = [
         *ranking_headers("run", ks),
         "tok/block",
         "mem/block",
+        "block prec",
+        "tok/relevant",
         "p50 ms",
         "p95 ms",
     ]
@@ -68,6 +71,10 @@ def render_table(report: dict) -> str:
             *ranking_cells(run["overall"], ks),
             f"{run['tokens_per_block']['mean']:.0f}",
             f"{run['tokens_per_block']['memories_per_block']:.1f}",
+            percent(run["block"]["precision"]),
+            f"{run['block']['tokens_per_relevant']:.0f}"
+            if run["block"]["tokens_per_relevant"] is not None
+            else "-",
             f"{run['latency_ms']['p50']:.1f}",
             f"{run['latency_ms']['p95']:.1f}",
         ]

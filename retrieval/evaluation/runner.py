@@ -25,6 +25,7 @@ from retrieval.constants import LEGS
 from retrieval.embeddings import EmbeddingProvider, check_embedding_dimensions
 from retrieval.evaluation.dataset import Conversation, Dataset
 from retrieval.evaluation.metrics import QueryOutcome, summarize
+from retrieval.fusion import NOT_RETRIEVED
 from retrieval.recall import recall
 from retrieval.results import RecallFailed, RecallResult
 
@@ -38,30 +39,44 @@ class RunSpec:
     pipeline: str
     # None: the pipeline's own default (every leg).
     legs: tuple[str, ...] | None = None
+    # Fusion profile; None: the configured one (TIMOTHY_RETRIEVAL_PROFILE).
+    profile: str | None = None
 
     @property
     def label(self) -> str:
-        if self.legs is None:
-            return self.pipeline
-        return f"{self.pipeline} [{'+'.join(self.legs)}]"
+        label = self.pipeline
+        if self.profile is not None:
+            label += f"/{self.profile}"
+        if self.legs is not None:
+            label += f" [{'+'.join(self.legs)}]"
+        return label
 
 
-def run_specs(pipeline: str, legs: Sequence[str] | None) -> list[RunSpec]:
+def run_specs(
+    pipeline: str, legs: Sequence[str] | None, profiles: Sequence[str] | None = None
+) -> list[RunSpec]:
     """The runs a command line asks for.
 
     With ``legs`` the fusion pipeline runs every non-empty combination of them,
     smallest first (each leg alone, every pair, then all of them), so the
-    table shows what each leg adds.
+    table shows what each leg adds. With ``profiles`` every fusion run is made
+    once per profile.
     """
     pipelines = ("fusion", "freshness") if pipeline == "all" else (pipeline,)
     specs: list[RunSpec] = []
     for name in pipelines:
-        if name == "fusion" and legs:
-            ordered = tuple(leg for leg in LEGS if leg in legs)
-            for size in range(1, len(ordered) + 1):
-                specs.extend(RunSpec("fusion", combo) for combo in combinations(ordered, size))
-        else:
+        if name != "fusion":
             specs.append(RunSpec(name))
+            continue
+        for profile in profiles or (None,):
+            if legs:
+                ordered = tuple(leg for leg in LEGS if leg in legs)
+                for size in range(1, len(ordered) + 1):
+                    specs.extend(
+                        RunSpec("fusion", combo, profile) for combo in combinations(ordered, size)
+                    )
+            else:
+                specs.append(RunSpec("fusion", None, profile))
     return specs
 
 
@@ -78,8 +93,14 @@ def load_conversation(
     provider: EmbeddingProvider | None,
     *,
     progress: TextIO | None = None,
+    entities: str = "dataset",
 ) -> LoadedConversation:
-    """Create a scratch owner and bulk-insert the conversation as its active memories."""
+    """Create a scratch owner and bulk-insert the conversation as its active memories.
+
+    ``entities``: "dataset" keeps the dataset's entities, "none" drops them,
+    "auto" drops them and lets the store find its own, as it does for a memory
+    written without any (memories/entities.py), in the order they were written.
+    """
     owner = get_user_model().objects.create(username=f"eval-{conversation.id}"[:150])
     embeddings = embed_contents(
         [memory.content for memory in conversation.memories],
@@ -93,7 +114,7 @@ def load_conversation(
             type=memory.type,
             content=memory.content,
             status=Memory.Status.ACTIVE,
-            entity_refs=normalize_entities(memory.entities),
+            entity_refs=normalize_entities(memory.entities) if entities == "dataset" else [],
             embedding=embedding,
             source=Memory.Source.IMPORT,
             session_id=conversation.id,
@@ -103,11 +124,24 @@ def load_conversation(
         )
         for memory, embedding in zip(conversation.memories, embeddings, strict=True)
     ]
+    if entities == "auto":
+        _find_entities(owner, rows)
     created = Memory.objects.bulk_create(rows, batch_size=500)
     dataset_ids = {
         row.pk: memory.id for row, memory in zip(created, conversation.memories, strict=True)
     }
     return LoadedConversation(conversation=conversation, owner=owner, dataset_ids=dataset_ids)
+
+
+def _find_entities(owner, rows: list[Memory]) -> None:
+    """Each memory's entities as the store finds them at write time: proper
+    names, and names the owner's earlier memories already carry."""
+    from retrieval.entities import EntityFinder
+
+    finder = EntityFinder(known=())
+    for row in sorted(rows, key=lambda row: row.created_at):
+        row.entity_refs = finder.find(row.content)
+        finder.learn(row.entity_refs)
 
 
 def embed_contents(
@@ -146,7 +180,7 @@ def ranked_candidates(result: RecallResult) -> list[int]:
     all, so they do not count.
     """
     candidates = list(result.memories) + [
-        item for item in result.cut if item.cut_reason != "below_min_score"
+        item for item in result.cut if item.cut_reason not in NOT_RETRIEVED
     ]
     # Stable: on a tie, a packed memory stays ahead of one the budget left out.
     candidates.sort(key=lambda item: item.score, reverse=True)
@@ -180,6 +214,7 @@ def run_queries(
                 legs=spec.legs,
                 dry_run=True,
                 explain=True,
+                profile=spec.profile,
             )
         except RecallFailed as failure:
             elapsed = (time.perf_counter() - started) * 1000
@@ -191,6 +226,7 @@ def run_queries(
                     query=query.query,
                     relevant=query.relevant,
                     ranked=[],
+                    packed_ids=[],
                     block_tokens=0,
                     packed=0,
                     ms=elapsed,
@@ -206,6 +242,7 @@ def run_queries(
                 query=query.query,
                 relevant=query.relevant,
                 ranked=[loaded.dataset_ids[pk] for pk in ranked_candidates(result)],
+                packed_ids=[loaded.dataset_ids[item.memory.pk] for item in result.memories],
                 block_tokens=result.block_tokens,
                 packed=len(result.memories),
                 ms=elapsed,
@@ -225,13 +262,14 @@ def evaluate_dataset(
     token_budget: int,
     provider: EmbeddingProvider | None,
     progress: TextIO | None = None,
+    entities: str = "dataset",
 ) -> list[dict]:
     """Load every conversation, run every spec over every query; one summary per spec.
 
     Must run inside ``scratch_database()``: it writes owners and memories.
     """
     loaded = [
-        load_conversation(conversation, provider, progress=progress)
+        load_conversation(conversation, provider, progress=progress, entities=entities)
         for conversation in dataset.conversations
     ]
     runs: list[dict] = []
@@ -247,6 +285,7 @@ def evaluate_dataset(
                 "label": spec.label,
                 "pipeline": spec.pipeline,
                 "legs": list(spec.legs) if spec.legs else None,
+                "profile": spec.profile,
                 **summarize(outcomes, ks),
                 "per_query": [query_record(outcome) for outcome in outcomes],
             }
@@ -268,6 +307,7 @@ def warm_up(loaded: LoadedConversation, spec: RunSpec, *, token_budget: int) -> 
             as_of=conversation.as_of,
             legs=spec.legs,
             dry_run=True,
+            profile=spec.profile,
         )
 
 
@@ -284,6 +324,7 @@ def query_record(outcome: QueryOutcome) -> dict:
         "candidates": len(outcome.ranked),
         "block_tokens": outcome.block_tokens,
         "packed": outcome.packed,
+        "packed_relevant": len(set(outcome.packed_ids) & set(outcome.relevant)),
         "ms": round(outcome.ms, 2),
         "failed_legs": list(outcome.failed_legs),
     }

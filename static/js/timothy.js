@@ -93,7 +93,44 @@
     input.addEventListener("focus", function () { input.select(); });
   });
 
+  // --- the confirmation queue: rejecting several asks first ---------------------
+  // Without JavaScript the server shows a confirmation page instead.
+  var bulkForm = document.getElementById("bulk");
+  if (bulkForm) {
+    bulkForm.addEventListener("submit", function (event) {
+      var submitter = event.submitter;
+      if (!submitter || submitter.value !== "reject" || bulkForm.dataset.confirmed === "yes") {
+        return;
+      }
+      event.preventDefault();
+      var count = bulkForm.ownerDocument.querySelectorAll("[data-select]:checked").length;
+      var noun = count === 1 ? "proposal" : "proposals";
+      confirmDialog(
+        "Reject " + count + " " + noun + "? They stay on record and can be restored to the queue.",
+        "Reject " + count
+      ).then(function (ok) {
+        if (!ok) { return; }
+        bulkForm.dataset.confirmed = "yes";
+        [["action", "reject"], ["confirmed", "yes"]].forEach(function (pair) {
+          var input = document.createElement("input");
+          input.type = "hidden";
+          input.name = pair[0];
+          input.value = pair[1];
+          bulkForm.appendChild(input);
+        });
+        forgetSelection();
+        bulkForm.submit();
+      });
+    });
+  }
+
   // --- the confirmation queue: selection and keyboard --------------------------
+  var SELECTION_KEY = "timothy-queue-selection";
+
+  function forgetSelection() {
+    try { sessionStorage.removeItem(SELECTION_KEY); } catch (error) { /* private mode */ }
+  }
+
   var queue = document.querySelector("[data-queue]");
   if (!queue) { return; }
 
@@ -116,11 +153,32 @@
       selectAll.indeterminate = selected > 0 && selected < total;
     }
   }
-  boxes.forEach(function (box) { box.addEventListener("change", updateSelection); });
+  // The selection survives a reload (and an action on one proposal) in this tab.
+  function saveSelection() {
+    var ids = boxes.filter(function (box) { return box.checked; })
+      .map(function (box) { return box.value; });
+    try { sessionStorage.setItem(SELECTION_KEY, JSON.stringify(ids)); } catch (error) { /* private mode */ }
+  }
+  try {
+    var kept = JSON.parse(sessionStorage.getItem(SELECTION_KEY) || "[]");
+    boxes.forEach(function (box) { if (kept.indexOf(box.value) >= 0) { box.checked = true; } });
+  } catch (error) { /* nothing kept */ }
+  updateSelection();
+
+  boxes.forEach(function (box) {
+    box.addEventListener("change", function () { updateSelection(); saveSelection(); });
+  });
   if (selectAll) {
     selectAll.addEventListener("change", function () {
       boxes.forEach(function (box) { box.checked = selectAll.checked; });
       updateSelection();
+      saveSelection();
+    });
+  }
+  if (bulkForm) {
+    // A bulk confirm consumes the selection (a bulk reject does so after its dialog).
+    bulkForm.addEventListener("submit", function (event) {
+      if (event.submitter && event.submitter.value === "confirm") { forgetSelection(); }
     });
   }
 
@@ -143,12 +201,16 @@
   } catch (error) { saved = null; }
   if (saved !== null && items.length) { move(parseInt(saved, 10) || 0); }
 
+  function keepPosition(i) {
+    try { sessionStorage.setItem(STORAGE_KEY, String(i)); } catch (error) { /* private mode */ }
+  }
   items.forEach(function (item, i) {
     item.querySelectorAll("form").forEach(function (form) {
-      form.addEventListener("submit", function () {
-        try { sessionStorage.setItem(STORAGE_KEY, String(i)); } catch (error) { /* private mode */ }
-      });
+      form.addEventListener("submit", function () { keepPosition(i); });
     });
+    // Edit-then-confirm comes back to the queue, where the next proposal now waits here.
+    var edit = item.querySelector('[data-action="edit"]');
+    if (edit) { edit.addEventListener("click", function () { keepPosition(i); }); }
   });
 
   items.forEach(function (item, i) {
@@ -166,16 +228,26 @@
     var target = item.querySelector('[data-action="' + name + '"]');
     if (!target) { return; }
     if (target.tagName === "A") {
+      keepPosition(current);
       window.location.href = target.href;
     } else {
       target.requestSubmit ? target.requestSubmit() : target.submit();
     }
   }
 
+  // Keys typed into a text field are text; a ticked checkbox or a pressed button
+  // keeps the focus, but the shortcuts must go on working from there.
+  var NOT_TYPING = ["checkbox", "radio", "button", "submit", "reset"];
+
+  function isTyping(target) {
+    var tag = (target.tagName || "").toLowerCase();
+    if (tag === "input") { return NOT_TYPING.indexOf((target.type || "").toLowerCase()) < 0; }
+    return tag === "textarea" || tag === "select" || target.isContentEditable;
+  }
+
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) { return; }
-    var tag = (event.target.tagName || "").toLowerCase();
-    if (tag === "input" || tag === "textarea" || tag === "select" || event.target.isContentEditable) {
+    if (isTyping(event.target)) {
       if (event.key === "Escape") { event.target.blur(); }
       return;
     }
@@ -193,6 +265,8 @@
       case "c": act("confirm"); break;
       case "r": act("reject"); break;
       case "e": act("edit"); break;
+      case "u": act("replace"); break;
+      case "d": act("reject-duplicate"); break;
       default: return;
     }
     event.preventDefault();

@@ -2,7 +2,7 @@ import io
 import json
 
 from memories.models import Memory
-from timothy.request_body import ChunkedBodyMiddleware
+from timothy.request_body import RequestBodyMiddleware
 
 
 def test_it_answers_413_for_a_body_over_the_limit(settings, alice_api):
@@ -89,7 +89,7 @@ def chunked_environ(body: bytes, *, decoded: bool) -> dict:
 
 def test_a_decoded_chunked_body_is_given_its_length(settings):
     settings.MAX_BODY_BYTES = 1000
-    seen, body = wsgi_call(ChunkedBodyMiddleware, chunked_environ(b"x" * 700, decoded=True))
+    seen, body = wsgi_call(RequestBodyMiddleware, chunked_environ(b"x" * 700, decoded=True))
     assert seen["CONTENT_LENGTH"] == "700"
     assert body == b"x" * 700
 
@@ -97,14 +97,14 @@ def test_a_decoded_chunked_body_is_given_its_length(settings):
 def test_a_chunked_body_is_read_only_one_byte_past_the_limit(settings):
     settings.MAX_BODY_BYTES = 1000
     stream = chunked_environ(b"y" * 500_000, decoded=True)
-    seen, body = wsgi_call(ChunkedBodyMiddleware, stream)
+    seen, body = wsgi_call(RequestBodyMiddleware, stream)
     assert seen["CONTENT_LENGTH"] == "1001"  # over the limit: the API answers 413
     assert len(body) == 1001
 
 
 def test_an_undecoded_chunked_body_is_left_for_the_411(settings):
     seen, body = wsgi_call(
-        ChunkedBodyMiddleware, chunked_environ(b"5\r\nhello\r\n0\r\n\r\n", decoded=False)
+        RequestBodyMiddleware, chunked_environ(b"5\r\nhello\r\n0\r\n\r\n", decoded=False)
     )
     assert "CONTENT_LENGTH" not in seen
     assert body == b""

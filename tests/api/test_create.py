@@ -1,6 +1,6 @@
 import pytest
 
-from memories.models import Memory, MemoryEvent
+from memories.models import ApiToken, Memory, MemoryEvent
 
 
 def test_it_remembers_an_active_fact_at_full_confidence(alice_api, alice):
@@ -42,6 +42,21 @@ def test_it_proposes_a_staged_memory(alice_api):
     assert Memory.objects.get(pk=body["id"]).status == Memory.Status.PROPOSED
 
 
+def test_it_records_the_token_that_created_the_memory(make_api, alice):
+    token, raw = ApiToken.issue(alice, "laptop assistant")
+    api = make_api(raw)
+    proposed = api.create("Alice is training for a marathon.", mode="propose")
+    remembered = api.create("Alice is allergic to peanuts.", mode="remember")
+    for body in (proposed, remembered):
+        metadata = Memory.objects.get(pk=body["id"]).metadata
+        assert metadata["api_token"] == {
+            "id": token.pk,
+            "name": "laptop assistant",
+            "prefix": token.prefix,
+        }
+        assert "metadata" not in body
+
+
 def test_it_answers_every_field_of_a_memory(alice_api):
     body = alice_api.create("Alice likes tea.", "preference")
     assert set(body) == {
@@ -57,7 +72,9 @@ def test_it_answers_every_field_of_a_memory(alice_api):
         "last_confirmed_at",
         "last_retrieved_at",
         "superseded_by",
+        "related",
     }
+    assert body["related"] == []
 
 
 @pytest.mark.parametrize(
@@ -157,3 +174,9 @@ def test_it_rejects_json_nested_too_deeply(alice_api):
     )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "malformed_json"
+
+
+def test_it_answers_with_the_entities_it_found_when_none_were_given(alice_api):
+    assert alice_api.create("My sister Ana lives in Lisbon.")["entities"] == ["Ana", "Lisbon"]
+    given = alice_api.create("My sister Ana lives in Lisbon.", entities=["Ana Silva"])
+    assert given["entities"] == ["Ana Silva"]

@@ -7,6 +7,7 @@ from django.db import OperationalError
 from rest_framework.exceptions import ValidationError
 
 from memories import errors
+from memories.renderers import JSONRenderer
 
 
 def raised(exc: Exception, handler, request):
@@ -61,3 +62,18 @@ def test_it_sums_up_a_validation_error_in_one_sentence(detail, message):
     assert response.status_code == 400
     assert response.data["error"]["message"] == message
     assert response.data["error"]["details"] == json.loads(json.dumps(detail))
+
+
+def test_it_builds_an_error_that_quotes_a_lone_surrogate_without_failing():
+    # What DRF says of a bad choice: the client's text, quoted back.
+    detail = {"type": ['"\ud800" is not a valid choice.'], "\udfff": ["Unknown field."]}
+    response = errors.api_exception_handler(ValidationError(detail), {})
+    body = JSONRenderer().render(response.data)
+    error = json.loads(body)["error"]
+    assert error["message"] == 'type: "\\ud800" is not a valid choice.'
+    assert error["details"]["\\udfff"] == ["Unknown field."]
+
+
+def test_it_renders_any_body_with_a_lone_surrogate_escaped():
+    assert json.loads(JSONRenderer().render({"a\ud800": ["b\udc00"]})) == {"a\\ud800": ["b\\udc00"]}
+    assert JSONRenderer().render({"plain": "é"}) == '{"plain":"é"}'.encode()

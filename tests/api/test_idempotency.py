@@ -3,6 +3,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from memories.idempotency import key_digest
 from memories.models import IdempotencyRecord, Memory
 from memories.tasks import consolidate_daily
 from tests.base import make_memory
@@ -132,5 +133,7 @@ def test_the_daily_job_forgets_only_expired_keys(settings, alice_api):
         headers={"Idempotency-Key": "fresh"},
     )
     consolidate_daily()
-    assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["fresh"]
+    assert list(IdempotencyRecord.objects.values_list("key_digest", flat=True)) == [
+        key_digest("fresh")
+    ]
     assert Memory.objects.count() == 2

@@ -55,6 +55,13 @@ def test_it_filters_by_full_text(alice_api, alice):
     assert ids(alice_api.get("/v1/memories", params={"q": "marathon"})) == [wanted.pk]
 
 
+def test_it_searches_text_ignoring_accents_as_the_pages_do(alice_api, alice):
+    wanted = make_memory(alice, "Loves pastéis de nata.")
+    make_memory(alice, "Alice dislikes coriander.")
+    assert ids(alice_api.get("/v1/memories", params={"q": "PASTEIS"})) == [wanted.pk]
+    assert ids(alice_api.get("/v1/memories", params={"q": "nata -pastéis"})) == []
+
+
 def test_it_filters_by_session(alice_api, alice):
     wanted = make_memory(alice, "from chat 7", session_id="chat-7")
     make_memory(alice, "from chat 8", session_id="chat-8")

@@ -143,3 +143,22 @@ def test_it_says_where_the_time_went_in_a_server_timing_header(alice_api, seats)
     assert float(stages["leg-text"]) == pytest.approx(
         response.json()["legs"]["text"]["ms"], abs=0.01
     )
+
+
+@pytest.mark.django_db
+def test_the_search_api_replays_the_past(alice_api, alice):
+    old = Memory.remember(alice, "Ana lives in Lisbon.", Memory.Type.SEMANTIC)
+    Memory.objects.filter(pk=old.pk).update(
+        created_at=timezone.now() - timedelta(days=30),
+        active_since=timezone.now() - timedelta(days=30),
+    )
+    old.supersede("Ana lives in Porto.")
+    response = alice_api.post(
+        "/v1/memories/search",
+        {
+            "query": "Where does Ana live?",
+            "as_of": (timezone.now() - timedelta(days=2)).isoformat(),
+        },
+    )
+    assert response.status_code == 200
+    assert [item["content"] for item in response.json()["memories"]] == ["Ana lives in Lisbon."]

@@ -21,6 +21,8 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
+from tests.fakes.fixtures import fake_openai, openai_embeddings  # noqa: E402, F401
+
 CHROMIUM = os.environ.get("TIMOTHY_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",

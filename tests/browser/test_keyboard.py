@@ -1,3 +1,5 @@
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -14,11 +16,11 @@ def test_it_works_the_queue_from_the_keyboard(page, live_server, owner):
     page.goto(f"{live_server.url}/queue/")
 
     page.keyboard.press("j")
-    expect(page.locator(f"#proposal-{first.pk}")).to_have_class("proposal card is-current")
+    expect(page.locator(f"#proposal-{first.pk}")).to_have_class(re.compile(r"\bis-current\b"))
     page.keyboard.press("c")
     expect(page.get_by_role("status")).to_contain_text("Confirmed “Olivia fact number 0.”")
     # The position is kept, so the next proposal is now the current one.
-    expect(page.locator(f"#proposal-{second.pk}")).to_have_class("proposal card is-current")
+    expect(page.locator(f"#proposal-{second.pk}")).to_have_class(re.compile(r"\bis-current\b"))
 
     page.keyboard.press("j")
     page.keyboard.press("k")
@@ -47,7 +49,7 @@ def test_it_opens_the_editor_with_e(page, live_server, owner):
     page.goto(f"{live_server.url}/queue/")
     page.keyboard.press("j")
     page.keyboard.press("e")
-    expect(page).to_have_url(f"{live_server.url}/memories/{proposal.pk}/edit/")
+    expect(page).to_have_url(f"{live_server.url}/memories/{proposal.pk}/edit/?next=/queue/")
     expect(page.get_by_label("Content")).to_have_value("Olivia likes jazz.")
     screenshot(page, "edit-proposal")
 

@@ -55,13 +55,18 @@ def test_it_confirms_rejects_and_edits_then_confirms(page, live_server, owner):
 
     cat_item = page.locator(f"#proposal-{cat.pk}")
     cat_item.get_by_label(re.compile("Reason for rejecting")).fill("I have no cat")
-    cat_item.get_by_role("button", name="Reject").click()
+    cat_item.get_by_role("button", name="Reject", exact=True).click()
     expect(page.get_by_role("status").filter(has_text="Rejected")).to_contain_text("Biscuit")
 
     page.locator(f"#proposal-{seats.pk}").get_by_role("link", name="Edit, then confirm").click()
     page.get_by_label("Content").fill("Olivia prefers window seats on long flights.")
     page.get_by_role("button", name="Save and confirm").click()
 
+    # Back in the queue (now empty), then to the new version's history.
+    expect(page.get_by_role("status")).to_contain_text("Confirmed your edited version")
+    expect(page).to_have_url(re.compile(r"/queue/$"))
+    seats.refresh_from_db()
+    page.goto(f"{live_server.url}/memories/{seats.superseded_by_id}/")
     expect(page.get_by_role("heading", level=1)).to_have_text(
         "Olivia prefers window seats on long flights."
     )

@@ -73,6 +73,7 @@ def outcome(conversation: str, category: str, ranked: list[str], relevant: list[
         query="q",
         relevant=relevant,
         ranked=ranked,
+        packed_ids=ranked[:2],
         block_tokens=int(ms),
         packed=len(ranked),
         ms=ms,

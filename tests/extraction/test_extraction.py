@@ -46,7 +46,7 @@ def test_it_proposes_facts_from_user_turns_with_provenance(fake_llm, alice):
             fact("The owner's sister Maria lives in Lisbon.", 3, entities=["Maria", "Lisbon"]),
         ),
     )
-    written = extract(alice, "session-1", "turn_end", TURNS)
+    written = extract(alice, "session-1", "turn_end", TURNS).written
     assert [m.content for m in written] == [
         "The owner prefers aisle seats.",
         "The owner's sister Maria lives in Lisbon.",
@@ -73,7 +73,7 @@ def test_it_never_takes_a_fact_from_an_assistant_turn(fake_llm, alice):
             fact("The owner owns a boat.", 99),
         ),
     )
-    written = extract(alice, "s", "turn_end", TURNS)
+    written = extract(alice, "s", "turn_end", TURNS).written
     assert [m.content for m in written] == ["The owner's sister Maria lives in Lisbon."]
 
 
@@ -88,7 +88,10 @@ def test_it_never_sends_system_text_to_the_model(fake_llm, alice):
 
 
 def test_it_asks_nothing_when_the_user_said_nothing(fake_llm, alice):
-    assert extract(alice, "s", "turn_end", [Turn("assistant", "Hello!"), Turn("user", "  ")]) == []
+    assert (
+        extract(alice, "s", "turn_end", [Turn("assistant", "Hello!"), Turn("user", "  ")]).written
+        == []
+    )
     assert fake_llm.requests == []
 
 
@@ -107,8 +110,13 @@ def test_it_does_not_propose_what_the_owner_already_holds(fake_llm, alice, bob):
             fact("The owner's sister Maria lives in Lisbon", 3),
         ),
     )
-    written = extract(alice, "s", "turn_end", TURNS)
-    assert [m.content for m in written] == ["The owner's sister Maria lives in Lisbon."]
+    result = extract(alice, "s", "turn_end", TURNS)
+    assert [m.content for m in result.written] == ["The owner's sister Maria lives in Lisbon."]
+    assert [(s.content, s.why) for s in result.skipped] == [
+        ("the owner prefers AISLE seats", "same text"),
+        ("The owner drinks coffee.", "same text"),
+        ("The owner hates Mondays!", "same text"),
+    ]
 
 
 def unit(angle: float) -> list[float]:
@@ -116,23 +124,53 @@ def unit(angle: float) -> list[float]:
     return [math.cos(angle), math.sin(angle)] + [0.0] * 382
 
 
-def test_it_does_not_propose_a_fact_close_to_an_active_memory(fake_llm, openai_embeddings, alice):
-    make_memory(alice, "Alice's sister is called Maria.", embedding=unit(0.0))
+def test_it_does_not_propose_a_duplicate_of_an_active_memory(fake_llm, openai_embeddings, alice):
+    maria = make_memory(alice, "Alice's sister is called Maria.", embedding=unit(0.0))
     make_memory(alice, "Alice once lived in Rome.", embedding=unit(math.pi / 2))
     fake_llm.vectors["The owner has a sister named Maria."] = unit(math.acos(0.96))
-    fake_llm.vectors["The owner spent a year in Rome."] = unit(math.pi / 2 - math.acos(0.90))
+    # Close to the Rome memory, but below the duplicate threshold: an update at most.
+    fake_llm.vectors["The owner spent a year in Rome."] = unit(math.pi / 2 - math.acos(0.70))
     fake_llm.queue(
         CHAT,
         answer(
-            fact("The owner has a sister named Maria.", 3),
+            fact("The owner has a sister named Maria.", 3, entities=["Maria"]),
             fact("The owner spent a year in Rome.", 3),
         ),
     )
-    written = extract(alice, "s", "turn_end", TURNS)
-    assert [m.content for m in written] == ["The owner spent a year in Rome."]
-    assert list(Memory.objects.get(pk=written[0].pk).embedding) == pytest.approx(
-        unit(math.pi / 2 - math.acos(0.90)), abs=1e-6
+    result = extract(alice, "s", "turn_end", TURNS)
+    assert [m.content for m in result.written] == ["The owner spent a year in Rome."]
+    assert list(Memory.objects.get(pk=result.written[0].pk).embedding) == pytest.approx(
+        unit(math.pi / 2 - math.acos(0.70)), abs=1e-6
     )
+    [skipped] = result.skipped
+    assert (skipped.content, skipped.duplicate_of) == (
+        "The owner has a sister named Maria.",
+        maria.pk,
+    )
+    assert skipped.why == "duplicate (score 0.96)"
+
+
+def test_it_does_not_propose_again_what_waits_in_the_queue(fake_llm, alice, caplog):
+    waiting = Memory.propose(alice, "His best friend is Jonas.", Memory.Type.SEMANTIC)
+    fake_llm.queue(CHAT, answer(fact("Jonas is his best friend.", 3, entities=["Jonas"])))
+
+    with caplog.at_level("INFO", logger="memories.extraction"):
+        result = extract(alice, "s", "turn_end", TURNS)
+
+    assert result.written == []
+    assert [s.duplicate_of for s in result.skipped] == [waiting.pk]
+    assert "Extraction skipped a fact already held" in caplog.text
+    assert Memory.objects.for_owner(alice).count() == 1
+
+
+def test_it_still_proposes_an_update_of_an_active_memory(fake_llm, alice):
+    make_memory(alice, "The owner prefers aisle seats on long flights.")
+    fake_llm.queue(CHAT, answer(fact("The owner prefers window seats on long flights.", 1)))
+    result = extract(alice, "s", "turn_end", TURNS)
+    assert [m.content for m in result.written] == [
+        "The owner prefers window seats on long flights."
+    ]
+    assert result.skipped == []
 
 
 def test_it_keeps_the_good_facts_of_a_partly_garbled_answer(fake_llm, alice):
@@ -146,7 +184,7 @@ def test_it_keeps_the_good_facts_of_a_partly_garbled_answer(fake_llm, alice):
             fact("The owner flies to Tokyo next week.", 1, "episodic", confidence=7),
         ),
     )
-    [memory] = extract(alice, "s", "turn_end", TURNS)
+    [memory] = extract(alice, "s", "turn_end", TURNS).written
     assert memory.content == "The owner flies to Tokyo next week."
     assert memory.confidence == 1.0
 
@@ -202,7 +240,7 @@ def test_it_auto_promotes_only_confident_facts_and_preferences(fake_llm, setting
             fact("The owner's sister Maria lives in Lisbon.", 3, "semantic", 0.6),
         ),
     )
-    written = extract(alice, "s", "turn_end", TURNS)
+    written = extract(alice, "s", "turn_end", TURNS).written
     statuses = {m.content: Memory.objects.get(pk=m.pk).status for m in written}
     assert statuses == {
         "The owner prefers aisle seats.": Memory.Status.ACTIVE,
@@ -217,7 +255,7 @@ def test_it_auto_promotes_only_confident_facts_and_preferences(fake_llm, setting
 def test_it_promotes_nothing_by_default(fake_llm, settings, alice):
     settings.AUTO_PROMOTE_MIN_CONFIDENCE = ""
     fake_llm.queue(CHAT, answer(fact("The owner prefers aisle seats.", 1, "preference", 1.0)))
-    [memory] = extract(alice, "s", "turn_end", TURNS)
+    [memory] = extract(alice, "s", "turn_end", TURNS).written
     assert Memory.objects.get(pk=memory.pk).status == Memory.Status.PROPOSED
 
 

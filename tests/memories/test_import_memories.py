@@ -92,7 +92,8 @@ def test_it_fills_defaults_and_logs_an_imported_event(alice, tmp_path):
     assert memory.status == Memory.Status.ACTIVE
     assert memory.source == Memory.Source.IMPORT
     assert memory.confidence == Memory._meta.get_field("confidence").default
-    assert memory.entity_refs == []
+    # No entities on the line: the store finds the ones the text names.
+    assert memory.entity_refs == ["Alice"]
     assert memory.embedding is None
     event = MemoryEvent.objects.get(memory=memory)
     assert event.action == MemoryEvent.Action.IMPORTED

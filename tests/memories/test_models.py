@@ -21,6 +21,7 @@ TRANSITIONS = [
     ("reconfirm", {Status.ACTIVE}, Status.ACTIVE, Action.RECONFIRMED),
     ("reject", {Status.PROPOSED}, Status.REJECTED, Action.REJECTED),
     ("archive", {Status.ACTIVE}, Status.ARCHIVED, Action.ARCHIVED),
+    ("restore", {Status.REJECTED}, Status.PROPOSED, Action.RESTORED),
 ]
 
 LEGAL = [
@@ -37,11 +38,16 @@ ILLEGAL = [
 
 
 def memory_in(owner, status: str) -> Memory:
-    """A memory of ``owner`` in ``status``; a superseded one gets a real successor."""
+    """A memory of ``owner`` in ``status``; a superseded one gets a real successor, a
+    redacted one is redacted for real."""
     if status == Status.SUPERSEDED:
         old = make_memory(owner, "Alice lives in Lyon.", status=Status.ACTIVE)
         old.supersede("Alice lives in Paris.")
         return old
+    if status == Status.REDACTED:
+        memory = make_memory(owner, status=Status.ACTIVE)
+        memory.redact(reason="private", actor=owner)
+        return memory
     return make_memory(owner, status=status)
 
 
@@ -83,7 +89,9 @@ def test_it_refuses_each_illegal_transition(alice, method, start):
     assert raised.value.status == start
 
 
-@pytest.mark.parametrize("method", ["confirm", "reject", "archive", "reconfirm", "supersede"])
+@pytest.mark.parametrize(
+    "method", ["confirm", "reject", "archive", "reconfirm", "supersede", "restore"]
+)
 def test_it_names_the_chain_head_when_refusing_a_superseded_memory(alice, method):
     first = make_memory(alice, "Alice drinks tea.", status=Status.ACTIVE)
     second = first.supersede("Alice drinks green tea.")

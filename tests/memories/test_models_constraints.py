@@ -184,8 +184,9 @@ def test_it_refuses_rewriting_a_memory_in_place(alice, bob):
     ("start", "forbidden"),
     [
         (Status.REJECTED, Status.ACTIVE),
-        (Status.REJECTED, Status.PROPOSED),
+        (Status.REJECTED, Status.ARCHIVED),
         (Status.ARCHIVED, Status.ACTIVE),
+        (Status.ARCHIVED, Status.PROPOSED),
         (Status.ACTIVE, Status.PROPOSED),
         (Status.ACTIVE, Status.REJECTED),
         (Status.PROPOSED, Status.ARCHIVED),
@@ -196,3 +197,11 @@ def test_it_refuses_status_changes_outside_the_state_machine(alice, start, forbi
     refused(lambda: Memory.objects.filter(pk=memory.pk).update(status=forbidden))
     memory.refresh_from_db()
     assert memory.status == start
+
+
+def test_it_lets_a_rejected_memory_back_into_the_queue_by_raw_sql(alice):
+    # The one way back (migration 0005): restore, rejected -> proposed.
+    memory = make_memory(alice, status=Status.REJECTED)
+    Memory.objects.filter(pk=memory.pk).update(status=Status.PROPOSED)
+    memory.refresh_from_db()
+    assert memory.status == Status.PROPOSED

@@ -22,7 +22,14 @@ def test_it_counts_memories_by_status_and_type(alice_client, alice, bob):
     semantic = next(row for row in response.context["by_type"] if row["value"] == "semantic")
     assert semantic["total"] == 2
     statuses = {row["value"]: row["count"] for row in response.context["status_totals"]}
-    assert statuses == {"proposed": 1, "active": 2, "rejected": 0, "superseded": 0, "archived": 1}
+    assert statuses == {
+        "proposed": 1,
+        "active": 2,
+        "rejected": 0,
+        "superseded": 0,
+        "archived": 1,
+        "redacted": 0,
+    }
     assert b"waiting in the queue" in response.content
 
 
@@ -51,3 +58,13 @@ def test_it_shows_an_empty_state(alice_client):
 @pytest.mark.django_db
 def test_it_rejects_post(alice_client):
     assert alice_client.post(reverse("home")).status_code == 405
+
+
+@pytest.mark.django_db
+def test_it_names_types_both_ways_and_channels_consistently(alice_client, alice):
+    memory = Memory.propose(alice, "Alice plays the cello.", "semantic")
+    memory.confirm(actor=alice, via="api")
+    body = alice_client.get(reverse("home")).content.decode()
+    assert ">Fact (semantic)</a>" in body and ">Event (episodic)</a>" in body
+    assert "via API by alice" in body
+    assert "“<bdi>Alice plays the cello.</bdi>”" in body

@@ -5,6 +5,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memories.models import Memory
+from retrieval import constants
+from retrieval.render import BLOCK_CLOSE, BLOCK_OPEN
+from retrieval.tokens import count_tokens
 from tests.base import make_memory
 
 
@@ -58,7 +61,7 @@ def test_it_shows_legs_scores_and_the_fenced_block(alice_client, memories):
     assert "&lt;memory source=&quot;timothy-memory&quot; trust=&quot;data&quot;&gt;" in body
     assert "[preference] Alice prefers aisle seats on long-haul flights." in body
     assert f"{result.block_tokens} of 1024 tokens" in body
-    assert "RRF" in body and "× decay" in body and "× type" in body
+    assert "relevance" in body and "× age" in body and "× type" in body
     assert body.count("data-candidate=") == len(result.memories) + len(result.cut)
 
 
@@ -139,3 +142,69 @@ def test_it_rejects_other_methods(alice_client):
 def test_it_needs_a_csrf_token(csrf_client):
     response = csrf_client.post(reverse("inspect"), {"message": "hi", "pipeline": "fusion"})
     assert response.status_code == 403
+
+
+@pytest.mark.django_db
+def test_it_starts_each_result_with_one_plain_sentence(alice_client, memories):
+    response = inspect(
+        alice_client, "Which seat does Alice like on flights?", legs=["text", "entity"]
+    )
+    seats = next(
+        candidate
+        for candidate in response.context["candidates"]
+        if candidate.memory.pk == memories["seats"].pk
+    )
+    assert seats.sentence.startswith(
+        "Found by the words <em><bdi>seat</bdi></em> and <em><bdi>flights</bdi></em>, "
+        "and by the name <em><bdi>Alice</bdi></em>; 2\xa0days old (its age does not lower it)"
+    )
+    assert "; in the block at position " in seats.sentence
+    body = response.content.decode()
+    assert f'<p class="explain" data-explain>{seats.sentence}</p>' in body
+    # The rank details are text on the page, not tooltips.
+    for step in seats.steps:
+        assert f"<li>{step}</li>" in body
+
+
+@pytest.mark.django_db
+def test_it_shows_the_formula_with_the_numbers_in_force(alice_client, memories, settings):
+    body = inspect(alice_client, "Alice seats").content.decode()
+    assert "1/(60" not in body
+    low, high = constants.DEFAULT_PROFILE.semantic_gate
+    assert f"clip((similarity − {low:g}) ÷ {high - low:g}, 0, 1)" in body
+    assert f"{constants.DEFAULT_PROFILE.relative_cut:.0%} of the best" in body
+    settings.RETRIEVAL_PROFILE = "seed"
+    body = inspect(alice_client, "Alice seats").content.decode()
+    seed = constants.SEED_PROFILE
+    assert f"k = {seed.rrf_k:g}; leg weights: vector 1, text 1, entity 1." in body
+    assert f"A score below {seed.min_score:g} is left out." in body
+    assert f"Halves every {seed.decay_half_life_days:g} days" in body
+
+
+@pytest.mark.django_db
+def test_it_explains_the_block_its_order_and_the_fence_it_always_costs(alice_client, memories):
+    response = inspect(alice_client, "Alice seats birthday cat")
+    result = response.context["result"]
+    fence = count_tokens(BLOCK_OPEN + BLOCK_CLOSE)
+    body = response.content.decode()
+    assert f"the fence: {fence} tokens, the same whatever is packed" in body
+    assert f"{len(result.memories)} memories: {result.block_tokens - fence} tokens" in body
+    assert f"unused: {1024 - result.block_tokens} tokens" in body
+    assert "best first, then the 3rd, 4th and so on, and the second-best last" in body
+    assert (
+        '<button type="button" class="button small" data-copy-block="recall-block" hidden>' in body
+    )
+    # Ready for a Content-Security-Policy: no inline styles or scripts.
+    assert "style=" not in body
+    assert "<script>" not in body
+
+
+@pytest.mark.django_db
+def test_it_explains_the_freshness_pipeline_step_by_step(alice_client, memories):
+    body = inspect(alice_client, "aisle seats", pipeline="freshness").content.decode()
+    assert "1. BM25" in body and "2. Rerank" in body and "3. Blend" in body
+    assert f"The {constants.BM25_TOP} memories sharing the most telling words" in body
+    assert "What each stage found" in body
+    # The fusion-only control is marked so the page script hides it for freshness.
+    assert '<fieldset class="field bare" data-fusion-only>' in body
+    assert "Legs (fusion only)" in body

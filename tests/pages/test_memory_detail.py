@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from memories.models import Memory
+from memories.models import ApiToken, Memory
 from tests.base import make_memory
 from tests.pages.conftest import flashes
 
@@ -280,3 +280,75 @@ def test_it_guards_edit(alice_client, bob):
     assert alice_client.delete(url).status_code == 405
     theirs.refresh_from_db()
     assert theirs.status == Memory.Status.ACTIVE
+
+
+LONG = "Grandma's recipe for bolo de arroz. " + "Mix the flour, sugar and eggs well. " * 80
+
+
+@pytest.mark.django_db
+def test_it_titles_a_long_memory_and_shows_the_full_text_below(alice_client, alice):
+    memory = make_memory(alice, LONG.strip())
+    body = alice_client.get(reverse("memory-detail", args=[memory.pk])).content.decode()
+    assert (
+        '<h1 class="memory-content memory-title" dir="auto">'
+        "Grandma&#x27;s recipe for bolo de arroz.</h1>"
+    ) in body
+    assert '<details class="full-text" open>' in body
+    assert f'Full text <span class="muted">({len(LONG.strip())} characters)</span>' in body
+    assert body.count("Mix the flour, sugar and eggs well.") == 2 * 80  # full text + version
+
+
+@pytest.mark.django_db
+def test_it_keeps_a_short_memory_as_its_own_title(alice_client, alice):
+    memory = make_memory(alice, "اسم زوجته ليلى.")
+    body = alice_client.get(reverse("memory-detail", args=[memory.pk])).content.decode()
+    assert '<h1 class="memory-content" dir="auto">اسم زوجته ليلى.</h1>' in body
+    assert "full-text" not in body
+    assert '<p class="version-content" dir="auto">اسم زوجته ليلى.</p>' in body
+
+
+@pytest.mark.django_db
+def test_it_names_the_token_that_created_the_memory(alice_client, alice, alice_token_memory):
+    memory, token = alice_token_memory
+    body = alice_client.get(reverse("memory-detail", args=[memory.pk])).content.decode()
+    assert "Proposed through the API" in body
+    assert f"“<bdi>laptop assistant</bdi>” <code>{token.prefix}…</code>" in body
+    assert "Revoked since" not in body
+    assert '<code dir="auto">chat-7</code>' in body
+    token.revoke()
+    body = alice_client.get(reverse("memory-detail", args=[memory.pk])).content.decode()
+    assert "Revoked since" in body
+
+
+@pytest.mark.django_db
+def test_it_says_what_is_known_of_older_memories(alice_client, alice):
+    older = Memory.propose(alice, "Alice has a bike.", "semantic", via="api")
+    mine = Memory.remember(alice, "Alice has a car.", "semantic", actor=alice, via="page")
+    body = alice_client.get(reverse("memory-detail", args=[older.pk])).content.decode()
+    assert "Proposed through the API" in body
+    assert "Not recorded (added before tokens were recorded)" in body
+    body = alice_client.get(reverse("memory-detail", args=[mine.pk])).content.decode()
+    assert "Added on these pages" in body
+    assert "data-provenance-token" not in body
+
+
+@pytest.mark.django_db
+def test_it_names_channels_and_types_in_the_pages_vocabulary(alice_client, alice):
+    memory = Memory.propose(alice, "Alice ran a marathon.", "episodic", via="api")
+    body = alice_client.get(reverse("memory-detail", args=[memory.pk])).content.decode()
+    assert '<td data-label="Through">API</td>' in body
+    assert "<dd>Event (episodic)</dd>" in body
+
+
+@pytest.fixture
+def alice_token_memory(alice):
+    token, _ = ApiToken.issue(alice, "laptop assistant")
+    memory = Memory.propose(
+        alice,
+        "Alice is training for a marathon.",
+        "episodic",
+        session_id="chat-7",
+        metadata={"api_token": {"id": token.pk, "name": token.name, "prefix": token.prefix}},
+        via="api",
+    )
+    return memory, token

@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from memories.models import Memory
+from memories.models import ApiToken, Memory
 from tests.base import make_memory
 
 
@@ -118,3 +118,81 @@ def test_it_has_an_empty_state_for_a_new_owner(alice_client):
 @pytest.mark.django_db
 def test_it_rejects_post(alice_client):
     assert alice_client.post(reverse("memory-list")).status_code == 405
+
+
+@pytest.mark.django_db
+def test_it_counts_matches_in_the_singular_and_the_plural(alice_client, alice):
+    make_memory(alice, "Alice prefers aisle seats.", type="preference")
+    make_memory(alice, "Alice likes window seats.", type="preference")
+    make_memory(alice, "Alice is vegetarian.")
+    one = alice_client.get(reverse("memory-list"), {"q": "aisle"}).content.decode()
+    assert "1 memory matches these filters." in one
+    two = alice_client.get(reverse("memory-list"), {"type": "preference"}).content.decode()
+    assert "2 memories match these filters." in two
+    assert "3 memories." in alice_client.get(reverse("memory-list")).content.decode()
+
+
+@pytest.mark.django_db
+def test_it_does_not_claim_a_count_for_filters_it_could_not_apply(alice_client, alice):
+    make_memory(alice, "Alice is vegetarian.")
+    response = alice_client.get(reverse("memory-list"), {"q": "zzz", "created_from": "x"})
+    body = response.content.decode()
+    assert "match these filters" not in body and "matches these filters" not in body
+    assert "These filters were not applied" in body
+    assert response.context["invalid"] is True
+    # The list is the unfiltered one, said to be so.
+    assert [memory.content for memory in response.context["memories"]] == ["Alice is vegetarian."]
+
+
+@pytest.mark.django_db
+def test_it_finds_text_ignoring_accents_and_highlights_it(alice_client, alice):
+    nata = make_memory(alice, "Loves pastéis de nata from Belém.")
+    make_memory(alice, "Alice is vegetarian.")
+    response = alice_client.get(reverse("memory-list"), {"q": "PASTEIS belem"})
+    assert [memory.pk for memory in response.context["memories"]] == [nata.pk]
+    body = response.content.decode()
+    assert "Loves <mark>pastéis</mark> de nata from <mark>Belém</mark>." in body
+
+
+@pytest.mark.django_db
+def test_it_escapes_what_it_highlights(alice_client, alice):
+    make_memory(alice, "Likes <b>bold</b> coffee.")
+    body = alice_client.get(reverse("memory-list"), {"q": "bold"}).content.decode()
+    assert "&lt;b&gt;<mark>bold</mark>&lt;/b&gt;" in body
+
+
+@pytest.mark.django_db
+def test_it_names_types_both_ways_and_sources_in_one_vocabulary(alice_client, alice):
+    token, _ = ApiToken.issue(alice, "laptop assistant")
+    make_memory(
+        alice,
+        "Alice runs.",
+        source="api",
+        session_id="chat-7",
+        metadata={"api_token": {"id": token.pk, "name": "laptop assistant", "prefix": "tm_x"}},
+    )
+    body = alice_client.get(reverse("memory-list")).content.decode()
+    assert '<option value="semantic">Fact (semantic)</option>' in body
+    assert '<option value="episodic">Event (episodic)</option>' in body
+    assert 'title="Fact (semantic)"' in body
+    assert "<span>API</span>" in body
+    assert "token “<bdi>laptop assistant</bdi>”" in body
+    assert "session <bdi>chat-7</bdi>" in body
+
+
+@pytest.mark.django_db
+def test_it_links_whole_rows_and_marks_memory_text_for_either_direction(alice_client, alice):
+    memory = make_memory(alice, "اسم زوجته ليلى", entities=["ليلى"])
+    body = alice_client.get(reverse("memory-list")).content.decode()
+    link = f'<a href="{reverse("memory-detail", args=[memory.pk])}" class="row-link" dir="auto">'
+    assert link in body
+    assert 'class="linked-row"' in body
+    assert 'dir="auto">ليلى</a>' in body
+
+
+@pytest.mark.django_db
+def test_it_offers_the_add_form(alice_client, alice):
+    body = alice_client.get(reverse("memory-list")).content.decode()
+    assert f'action="{reverse("memory-add")}"' in body
+    assert 'id="add-content"' in body and 'id="add-type"' in body
+    assert 'name="next" value="/memories/"' in body

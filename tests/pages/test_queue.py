@@ -169,13 +169,26 @@ def test_it_confirms_several_at_once(alice_client, alice):
 
 
 @pytest.mark.django_db
-def test_it_rejects_several_at_once(alice_client, alice):
+def test_it_asks_before_rejecting_several_at_once(alice_client, alice):
     first, second = (propose(alice, f"Fact number {n}.") for n in range(2))
-    response = alice_client.post(
-        reverse("queue-bulk"), {"action": "reject", "ids": [first.pk, second.pk]}, follow=True
-    )
+    data = {"action": "reject", "ids": [first.pk, second.pk], "reason": "noise"}
+
+    asked = alice_client.post(reverse("queue-bulk"), data)
+
+    assert asked.status_code == 200
+    assert b"Reject 2 proposals?" in asked.content
+    assert b"Fact number 0." in asked.content and b"Fact number 1." in asked.content
+    assert b'name="confirmed" value="yes"' in asked.content
+    assert b'value="noise"' in asked.content
+    assert set(Memory.objects.filter(owner=alice).values_list("status", flat=True)) == {"proposed"}
+
+    response = alice_client.post(reverse("queue-bulk"), data | {"confirmed": "yes"}, follow=True)
+
     assert set(Memory.objects.filter(owner=alice).values_list("status", flat=True)) == {"rejected"}
     assert flashes(response) == ["Rejected 2 memories."]
+    # The next page offers to undo it.
+    assert b"Rejected 2 memories." in response.content
+    assert b'action="/queue/restore/"' in response.content
 
 
 @pytest.mark.django_db

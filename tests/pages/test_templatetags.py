@@ -5,7 +5,18 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memories.models import Memory
-from memories.templatetags.pages import percent_of, relative, when
+from memories.templatetags.pages import (
+    TITLE_MAX_CHARS,
+    highlight,
+    is_titled,
+    percent_of,
+    relative,
+    short_title,
+    source_label,
+    type_name,
+    via_label,
+    when,
+)
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -56,3 +67,37 @@ def test_it_ignores_a_time_zone_it_does_not_know(alice_client, settings, cookie)
     response = alice_client.get(reverse("home"))
     assert response.status_code == 200
     assert f"times in {settings.TIME_ZONE}" in response.content.decode()
+
+
+def test_it_titles_a_long_memory_by_its_first_line_or_sentence():
+    assert short_title("Short memory.") == "Short memory."
+    assert not is_titled("Short memory.")
+    assert short_title("First line\nsecond line") == "First line"
+    assert is_titled("First line\nsecond line")
+    long = "A sentence that ends here. " + "More words follow. " * 40
+    assert short_title(long) == "A sentence that ends here."
+    words = "word " * 100
+    title = short_title(words)
+    assert title.endswith("…") and len(title) <= TITLE_MAX_CHARS
+    assert title.rstrip("…").split() == ["word"] * len(title.rstrip("…").split())
+
+
+def test_it_highlights_matches_escaped():
+    assert (
+        highlight("Loves <i>pastéis</i>", "pasteis")
+        == "Loves &lt;i&gt;<mark>pastéis</mark>&lt;/i&gt;"
+    )
+    assert highlight("nothing here", "pasteis") == "nothing here"
+    assert highlight("a < b", "") == "a &lt; b"
+
+
+def test_it_names_types_sources_and_channels_one_way():
+    assert type_name("semantic") == "Fact (semantic)"
+    assert type_name("episodic") == "Event (episodic)"
+    assert type_name("preference") == "Preference"
+    assert type_name("unknown") == "unknown"
+    assert source_label("api") == "API"
+    assert source_label("remember") == "Remember"
+    assert via_label("api") == "API"
+    assert via_label("page") == "these pages"
+    assert via_label("robot") == "robot"

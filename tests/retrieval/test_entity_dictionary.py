@@ -65,7 +65,8 @@ def test_it_counts_single_inserts(alice):
 
 
 def test_it_counts_a_multi_row_insert(alice, bob):
-    statuses = list(Memory.Status)
+    # A redacted row names no entities.
+    statuses = [status for status in Memory.Status if status != Memory.Status.REDACTED]
     Memory.objects.bulk_create(
         Memory(
             owner=alice if i % 3 else bob,

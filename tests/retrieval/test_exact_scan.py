@@ -81,7 +81,7 @@ def _request(owner, embedding, **kwargs) -> LegRequest:
 
 def _exact(request: LegRequest) -> list[int]:
     with connection.cursor() as cursor:
-        return vector_leg(cursor, request)
+        return [memory_id for memory_id, _ in vector_leg(cursor, request)]
 
 
 @pytest.mark.parametrize(

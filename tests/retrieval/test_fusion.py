@@ -3,13 +3,29 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memories.models import Memory
-from retrieval.constants import LEG_WEIGHTS, MIN_SCORE, RRF_K
-from retrieval.fusion import decay, fuse, reference_time, rrf_ranks, rrf_score
+from retrieval.constants import (
+    CURRENT_STATE_HALF_LIFE_DAYS,
+    DEFAULT_PROFILE,
+    SEED_PROFILE,
+    SUPERSEDED_FACTOR,
+)
+from retrieval.fusion import (
+    decay,
+    fuse,
+    reference_time,
+    rrf_ranks,
+    rrf_score,
+    semantic_gate,
+    standardised,
+    wants_current_state,
+)
 
 AS_OF = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 
-def memory(pk: int, type: str = "semantic", *, days: float = 0.0, confirmed_days=None) -> Memory:
+def memory(
+    pk: int, type: str = "semantic", *, days: float = 0.0, confirmed_days=None, embedding=None
+) -> Memory:
     created = AS_OF - timedelta(days=days)
     confirmed = None if confirmed_days is None else AS_OF - timedelta(days=confirmed_days)
     return Memory(
@@ -19,104 +35,243 @@ def memory(pk: int, type: str = "semantic", *, days: float = 0.0, confirmed_days
         content=f"m{pk}",
         created_at=created,
         last_confirmed_at=confirmed,
+        embedding=embedding,
     )
 
 
-def test_it_sums_reciprocal_ranks_over_legs():
-    ranks = rrf_ranks({"vector": [7, 8], "text": [8], "entity": []})
+def ranked(*ids: int, step: float = 1.0) -> list[tuple[int, float]]:
+    """A leg's list: the first id scores highest, each next one ``step`` less."""
+    return [(memory_id, 10.0 - step * index) for index, memory_id in enumerate(ids)]
+
+
+# --- the seed profile: RRF k = 60, decay on every type ---------------------------------
+
+
+def test_it_sums_reciprocal_ranks_over_legs_under_the_seed_profile():
+    ranks = rrf_ranks({"vector": ranked(7, 8), "text": ranked(8), "entity": []})
     assert ranks == {7: {"vector": 1}, 8: {"vector": 2, "text": 1}}
-    assert rrf_score(ranks[8]) == pytest.approx(1 / (RRF_K + 2) + LEG_WEIGHTS["text"] / (RRF_K + 1))
-    assert rrf_score(ranks[7]) == pytest.approx(1 / (RRF_K + 1))
+    assert rrf_score(ranks[8], SEED_PROFILE) == pytest.approx(1 / 62 + 1 / 61)
+    assert rrf_score(ranks[7], SEED_PROFILE) == pytest.approx(1 / 61)
 
 
-def test_it_weights_each_leg():
-    ranks = {"vector": 1, "text": 1}
-    assert rrf_score(ranks, k=2, weights={"vector": 1.0, "text": 1.5}) == pytest.approx(
-        1 / 3 + 1.5 / 3
+def test_it_halves_the_seed_score_at_ninety_days_for_every_type():
+    for memory_type in ("semantic", "preference", "episodic", "reflection"):
+        assert decay(memory(1, memory_type, days=90), AS_OF, SEED_PROFILE) == pytest.approx(0.5)
+    assert decay(memory(1, days=400, confirmed_days=180), AS_OF, SEED_PROFILE) == pytest.approx(
+        0.25
     )
-    # The documented defaults: the text leg counts most, the others alike.
-    assert LEG_WEIGHTS == {"vector": 1.0, "text": 1.5, "entity": 1.0}
-
-
-def test_it_halves_the_score_at_ninety_days():
-    assert decay(memory(1, confirmed_days=0), AS_OF) == pytest.approx(1.0)
-    assert decay(memory(1, days=400, confirmed_days=90), AS_OF) == pytest.approx(0.5)
-    assert decay(memory(1, days=400, confirmed_days=180), AS_OF) == pytest.approx(0.25)
-
-
-def test_it_decays_never_confirmed_memories_from_creation():
-    assert decay(memory(1, days=90), AS_OF) == pytest.approx(0.5)
-
-
-def test_it_does_not_decay_records_of_events():
-    # An event stays true however old it is; facts and the rest go stale.
-    assert decay(memory(1, "episodic", days=400), AS_OF) == 1.0
-    assert decay(memory(1, "preference", days=90), AS_OF) == pytest.approx(0.5)
-    assert decay(memory(1, "reflection", days=90), AS_OF) == pytest.approx(0.5)
 
 
 def test_it_ignores_a_confirmation_after_as_of():
     late = memory(1, days=90, confirmed_days=-5)
     assert reference_time(late, AS_OF) == late.created_at
-    assert decay(late, AS_OF) == pytest.approx(0.5)
+    assert decay(late, AS_OF, SEED_PROFILE) == pytest.approx(0.5)
 
 
-def test_it_multiplies_rrf_decay_and_type_weight():
+def test_it_multiplies_rrf_decay_and_type_weight_under_the_seed_profile():
     reflection = memory(1, "reflection", days=45)
-    kept, cut = fuse({"text": [1]}, {1: reflection}, AS_OF)
+    kept, cut = fuse({"text": ranked(1)}, {1: reflection}, AS_OF, profile=SEED_PROFILE)
     assert cut == []
     [item] = kept
-    text_rank_1 = LEG_WEIGHTS["text"] / (RRF_K + 1)
-    assert item.parts["rrf"] == pytest.approx(text_rank_1)
+    assert item.parts["rrf"] == pytest.approx(1 / 61)
     assert item.parts["decay"] == pytest.approx(0.5**0.5)
     assert item.parts["weight"] == 0.8
-    assert item.score == pytest.approx(text_rank_1 * 0.5**0.5 * 0.8)
+    assert item.score == pytest.approx(1 / 61 * 0.5**0.5 * 0.8)
     assert item.parts["final"] == item.score
-    assert item.parts["ranks"] == {"text": 1}
 
 
-def test_it_ranks_two_legs_above_one_at_the_same_rank():
-    kept, _ = fuse({"vector": [1, 2], "text": [2]}, {1: memory(1), 2: memory(2)}, AS_OF)
-    assert [item.memory.pk for item in kept] == [2, 1]
-
-
-def test_it_weights_types():
-    kept, _ = fuse(
-        {"vector": [1], "entity": [2]},
-        {1: memory(1, "episodic"), 2: memory(2, "preference")},
-        AS_OF,
-    )
-    # Same rank, same age: the preference (1.0) beats the event (0.9).
-    assert [item.memory.pk for item in kept] == [2, 1]
-    assert kept[1].score == pytest.approx(kept[0].score * 0.9)
-
-
-def test_it_cuts_below_the_minimum_score():
-    # The vector leg's 30th candidate scores 1/32 fresh; the minimum (0.005 × 90/32
-    # ≈ 0.0141) cuts it once decayed below 0.45: after 90 days (0.5) it stays,
-    # after 120 days (0.397) it goes — as under the seed's k = 60 and 0.005.
-    assert round(MIN_SCORE, 6) == round(0.005 * 90 / 32, 6)
-    filler = list(range(100, 128))
+def test_it_cuts_below_the_seeds_minimum_score():
+    # 1/61 = 0.0164: above 0.005 fresh, below it after two half-lives and a bit.
     kept, cut = fuse(
-        {"vector": [*filler, 1, 2]},
-        {1: memory(1, days=90), 2: memory(2, days=120)},
+        {"vector": ranked(1, 2)},
+        {1: memory(1, days=0), 2: memory(2, days=200)},
         AS_OF,
+        profile=SEED_PROFILE,
     )
     assert [item.memory.pk for item in kept] == [1]
     assert [item.memory.pk for item in cut] == [2]
     assert cut[0].cut_reason == "below_min_score"
 
 
-def test_it_sorts_best_first_and_drops_unknown_ids():
+# --- the default profile: standardised scores -----------------------------------------
+
+
+def test_it_standardises_a_legs_scores():
+    z = standardised([(1, 3.0), (2, 1.0), (3, 1.0), (4, 1.0), (5, 1.0)])
+    # mean 1.4, spread 0.8: the winner stands 2 above, the rest below (0).
+    assert z[1] == pytest.approx(2.0)
+    assert z[2] == z[3] == z[4] == z[5] == 0.0
+
+
+def test_it_measures_a_short_list_against_memories_it_did_not_find():
+    # One match among an owner's memories: against four 0s it stands out by 2.
+    assert standardised([(1, 5.0)]) == {1: pytest.approx(2.0)}
+    z = standardised([(1, 5.0), (2, 3.0)])
+    assert z[1] > z[2] > 0
+
+
+def test_it_finds_no_standout_among_equals():
+    assert standardised([(pk, 2.0) for pk in range(1, 7)]) == {pk: 0.0 for pk in range(1, 7)}
+
+
+def test_it_lets_a_clear_winner_of_one_leg_beat_a_crowd_of_the_other():
+    # The text leg's candidates all share one common word (equal scores: no
+    # standout); the vector leg has one memory far above the rest.
+    memories = {pk: memory(pk) for pk in range(1, 9)}
     kept, _ = fuse(
-        {"vector": [3, 1, 9], "text": [1]},
-        {1: memory(1), 3: memory(3)},
+        {
+            "text": [(pk, 4.0) for pk in (2, 3, 4, 7, 8)],
+            "vector": [(1, 0.8), (5, 0.2), (6, 0.19), (2, 0.18), (3, 0.17)],
+        },
+        memories,
         AS_OF,
+        profile=DEFAULT_PROFILE,
     )
-    assert [item.memory.pk for item in kept] == [1, 3]
-    assert kept[0].score > kept[1].score
+    assert [item.memory.pk for item in kept] == [1]
 
 
-def test_it_breaks_ties_by_id():
-    kept, _ = fuse({"vector": [5], "entity": [4]}, {4: memory(4), 5: memory(5)}, AS_OF)
-    assert [item.memory.pk for item in kept] == [4, 5]
+def test_it_adds_the_entity_legs_weight_for_every_memory_it_finds():
+    kept, _ = fuse(
+        {"vector": [(1, 0.9), (2, 0.1), (3, 0.1)], "entity": [(3, 1.0)]},
+        {pk: memory(pk) for pk in (1, 2, 3)},
+        AS_OF,
+        profile=DEFAULT_PROFILE,
+    )
+    scores = {item.memory.pk: item.parts["contributions"] for item in kept}
+    assert scores[3]["entity"] == DEFAULT_PROFILE.leg_weights["entity"]
+
+
+def test_it_gates_word_matches_by_meaning():
+    low, high = DEFAULT_PROFILE.semantic_gate
+    assert semantic_gate(low - 0.05, DEFAULT_PROFILE) == 0.0
+    assert semantic_gate((low + high) / 2, DEFAULT_PROFILE) == pytest.approx(0.5)
+    assert semantic_gate(high + 0.2, DEFAULT_PROFILE) == 1.0
+    # Without vectors there is no evidence either way.
+    assert semantic_gate(None, DEFAULT_PROFILE) == 1.0
+    assert semantic_gate(0.0, SEED_PROFILE) == 1.0
+
+
+def test_it_drops_a_text_match_on_a_memory_of_unrelated_meaning():
+    query = [1.0, 0.0]
+    related = memory(1, embedding=[0.9, 0.1])
+    unrelated = memory(2, embedding=[0.0, 1.0])
+    fillers = {pk: memory(pk, embedding=[0.5, 0.5]) for pk in (3, 4, 5)}
+    kept, cut = fuse(
+        {"text": [(2, 9.0), (1, 8.0), (3, 1.0), (4, 1.0), (5, 1.0)]},
+        {1: related, 2: unrelated, **fillers},
+        AS_OF,
+        profile=DEFAULT_PROFILE,
+        query_embedding=query,
+    )
+    by_pk = {item.memory.pk: item for item in [*kept, *cut]}
+    assert by_pk[2].parts["gate"] == 0.0
+    assert by_pk[2].score == 0.0
+    assert kept[0].memory.pk == 1
+
+
+def test_it_never_decays_by_age_alone_under_the_default_profile():
+    for memory_type in ("semantic", "preference", "episodic", "reflection"):
+        assert decay(memory(1, memory_type, days=700), AS_OF, DEFAULT_PROFILE) == 1.0
+
+
+def test_it_cuts_candidates_far_below_the_best():
+    memories = {pk: memory(pk) for pk in range(1, 12)}
+    vector = [(1, 1.0)] + [(pk, 0.5 - pk / 1000) for pk in range(2, 12)]
+    kept, cut = fuse({"vector": vector}, memories, AS_OF, profile=DEFAULT_PROFILE)
+    best = kept[0].score
+    assert all(item.score >= DEFAULT_PROFILE.relative_cut * best for item in kept)
+    reasons = {item.cut_reason for item in cut}
+    assert reasons <= {"below_min_score", "below_relative_cut"}
+    assert all(
+        item.score < DEFAULT_PROFILE.relative_cut * best
+        for item in cut
+        if item.cut_reason == "below_relative_cut"
+    )
+
+
+def test_it_drops_ids_it_was_not_given_and_breaks_ties_newest_first():
+    kept, _ = fuse(
+        {"entity": [(4, 1.0), (5, 1.0), (9, 1.0)]},
+        {4: memory(4), 5: memory(5)},
+        AS_OF,
+        profile=DEFAULT_PROFILE,
+    )
+    assert [item.memory.pk for item in kept] == [5, 4]
+
+
+# --- current state -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Which phone do I use now?",
+        "Where does Ana live these days?",
+        "Am I still on metoprolol?",
+        "What's my current job title?",
+        "Is Helen working at the library any more?",
+    ],
+)
+def test_it_recognises_a_question_about_how_things_stand(query):
+    assert wants_current_state(query)
+
+
+@pytest.mark.parametrize(
+    "query", ["Which phone did I buy in 2019?", "Where was I born?", "knowing what I know"]
+)
+def test_it_leaves_other_questions_alone(query):
+    assert not wants_current_state(query)
+
+
+def current_state_case(query: str):
+    old_fact = memory(1, "semantic", days=600, embedding=[1.0, 0.0, 0.0])
+    new_event = memory(2, "episodic", days=30, embedding=[0.8, 0.6, 0.0])
+    other = memory(3, "semantic", days=10, embedding=[0.0, 0.0, 1.0])
+    fillers = {pk: memory(pk, days=300, embedding=[0.0, 1.0, 0.0]) for pk in (4, 5, 6)}
+    return fuse(
+        {"vector": [(1, 0.8), (2, 0.6), (3, 0.1), (4, 0.1), (5, 0.1), (6, 0.1)]},
+        {1: old_fact, 2: new_event, 3: other, **fillers},
+        AS_OF,
+        profile=DEFAULT_PROFILE,
+        query=query,
+        query_embedding=[1.0, 0.0, 0.0],
+    )
+
+
+def test_it_prefers_the_newer_memory_about_the_same_subject_when_asked_how_things_stand():
+    kept, _ = current_state_case("Which phone do I use now?")
+    assert kept[0].memory.pk == 2
+    old = next(item for item in kept if item.memory.pk == 1)
+    assert old.parts["superseded_by_newer"] == 2
+    expected = (
+        old.parts["relevance"] * SUPERSEDED_FACTOR * 0.5 ** (600 / CURRENT_STATE_HALF_LIFE_DAYS)
+    )
+    assert old.score == pytest.approx(expected)
+
+
+def test_it_keeps_the_best_match_first_for_other_questions():
+    kept, _ = current_state_case("Which phone did I buy?")
+    assert kept[0].memory.pk == 1
+    assert "superseded_by_newer" not in kept[0].parts
+    assert "current_state" not in kept[0].parts
+
+
+def test_it_never_takes_an_event_for_out_of_date():
+    event = memory(1, "episodic", days=600, embedding=[1.0, 0.0])
+    newer = memory(2, "episodic", days=10, embedding=[1.0, 0.05])
+    kept, _ = fuse(
+        {"vector": [(1, 0.9), (2, 0.5), (3, 0.1)]},
+        {1: event, 2: newer, 3: memory(3, embedding=[0.0, 1.0])},
+        AS_OF,
+        profile=DEFAULT_PROFILE,
+        query="What happened lately?",
+        query_embedding=[1.0, 0.0],
+    )
+    assert all("superseded_by_newer" not in item.parts for item in kept)
+
+
+def test_settings_accept_exactly_the_profiles_there_are():
+    from retrieval.constants import PROFILES
+    from retrieval.names import PROFILE_NAMES
+
+    assert tuple(PROFILES) == PROFILE_NAMES

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from memories.models import Memory
 from retrieval import legs
-from retrieval.constants import MIN_SCORE
+from retrieval.constants import SEED_PROFILE
 from retrieval.recall import recall
 from retrieval.render import BLOCK_CLOSE
 from retrieval.results import RecallFailed
@@ -38,7 +38,10 @@ def test_it_finds_what_only_one_leg_can_find(alice):
     # Query: "pet companion" along dimension 0 of the embedding space.
     query_embedding = vector((0, 1.0))
     paraphrase = make_memory(alice, "Owns a dog called Rex.", embedding=vector((0, 1.0), (1, 0.2)))
-    lexical = make_memory(alice, "A companion planting guide.", embedding=vector((7, 1.0)))
+    # Close enough in meaning that the text match counts (the semantic gate).
+    lexical = make_memory(
+        alice, "A companion planting guide.", embedding=vector((0, 0.5), (7, 1.0))
+    )
     entity = make_memory(
         alice, "Lives next door.", entities=["Dr. Okafor"], embedding=vector((9, 1.0))
     )
@@ -81,12 +84,15 @@ def test_it_ranks_a_memory_found_by_two_legs_above_one_found_by_one(alice):
     assert ids(result) == [two_legs.pk, one_leg.pk]
 
 
+# Seed 000's own promises, kept by the "seed" profile.
+
+
 @pytest.mark.django_db
-def test_it_halves_the_score_at_ninety_days(alice):
+def test_it_halves_the_score_at_ninety_days_under_the_seed_profile(alice):
     now = timezone.now()
     fresh = make_memory(alice, "Plays chess.", created_at=now)
     old = make_memory(alice, "Plays chess.", created_at=now - timedelta(days=90))
-    result = recall(alice, "chess", as_of=now, dry_run=True)
+    result = recall(alice, "chess", as_of=now, dry_run=True, profile="seed")
     scores = {item.memory.pk: item for item in result.memories}
     # Same content, so the text leg ranks them 1 and 2; take the rank out.
     per_rank = {pk: item.score / item.parts["rrf"] for pk, item in scores.items()}
@@ -95,24 +101,24 @@ def test_it_halves_the_score_at_ninety_days(alice):
 
 
 @pytest.mark.django_db
-def test_it_cuts_below_the_minimum_score(alice):
+def test_it_cuts_below_the_minimum_score_under_the_seed_profile(alice):
     now = timezone.now()
     kept = make_memory(alice, "Plays chess.", created_at=now - timedelta(days=30))
     stale = make_memory(alice, "Chess club member.", created_at=now - timedelta(days=500))
-    result = recall(alice, "chess", explain=True, dry_run=True)
+    result = recall(alice, "chess", explain=True, dry_run=True, profile="seed")
     assert ids(result) == [kept.pk]
     assert [(item.memory.pk, item.cut_reason) for item in result.cut] == [
         (stale.pk, "below_min_score")
     ]
-    assert result.cut[0].score < MIN_SCORE
+    assert result.cut[0].score < SEED_PROFILE.min_score
 
 
 @pytest.mark.django_db
-def test_it_weights_memory_types(alice):
+def test_it_weights_memory_types_under_the_seed_profile(alice):
     now = timezone.now()
     reflection = make_memory(alice, "Chess thoughts.", Memory.Type.REFLECTION, created_at=now)
     fact = make_memory(alice, "Chess rating.", Memory.Type.SEMANTIC, created_at=now)
-    result = recall(alice, "chess", dry_run=True)
+    result = recall(alice, "chess", dry_run=True, profile="seed")
     parts = {item.memory.pk: item.parts for item in result.memories}
     assert parts[reflection.pk]["weight"] == 0.8 and parts[fact.pk]["weight"] == 1.0
     # ts_rank ties: the fact wins on weight alone.
@@ -190,7 +196,7 @@ def test_it_orders_the_block_best_third_fourth_then_second(alice):
         make_memory(alice, f"Chess memory {i}.", created_at=now - timedelta(days=10 * i))
         for i in range(5)
     ]
-    result = recall(alice, "chess", dry_run=True)
+    result = recall(alice, "chess", dry_run=True, profile="seed")
     assert ids(result) == [m.pk for m in made]  # best first: newest decays least
     lines = [line for line in result.block.splitlines() if line.startswith("- [")]
     assert lines == [f"- [semantic] Chess memory {i}." for i in (0, 2, 3, 4, 1)]

@@ -48,8 +48,9 @@ def request_for(owner, query="", **kwargs) -> LegRequest:
 
 
 def run(leg, owner, query="", **kwargs) -> list[int]:
+    """The ids a leg finds, best first (its scores are tested where they matter)."""
     with connection.cursor() as cursor:
-        return leg(cursor, request_for(owner, query, **kwargs))
+        return [memory_id for memory_id, _ in leg(cursor, request_for(owner, query, **kwargs))]
 
 
 # --- text -----------------------------------------------------------------------

@@ -177,3 +177,46 @@ def test_it_reserves_the_fence_before_taking_a_memory_that_would_fit_only_withou
     assert result.over_budget == [medium]
     assert medium.cut_reason == "over_budget" and small.cut_reason is None
     assert result.block_tokens == budget == count_tokens(result.block)
+
+
+# --- one memory's share of the budget ------------------------------------------------
+
+
+def test_it_cuts_a_memory_short_rather_than_let_it_crowd_out_the_rest():
+    long_note = scored("Trip notes: " + "we walked along the river and ate well. " * 36, 1.0)
+    short = [scored(f"Short relevant memory {n}.", 0.9 - n / 100) for n in range(5)]
+
+    whole = pack([long_note, *short], budget=400)
+    # Whole, the note takes most of the budget and most short memories miss out.
+    assert whole.packed[0] is long_note and len(whole.packed) < 4
+
+    shared = pack([long_note, *short], budget=400, max_item_share=0.25)
+    assert shared.packed == [long_note, *short]
+    assert long_note.shortened is not None and long_note.shortened.endswith("…")
+    assert long_note.memory.content.startswith(long_note.shortened.removesuffix("…"))
+    assert long_note.tokens <= 100
+    assert long_note.tokens == count_tokens(render_item("semantic", long_note.shortened))
+    assert long_note.shortened in shared.block
+    assert shared.block_tokens == count_tokens(shared.block) <= 400
+    assert all(item.shortened is None for item in short)
+
+
+def test_it_cuts_at_a_word_when_it_can():
+    note = scored("alpha beta gamma delta " * 100, 1.0)
+    pack([note], budget=200, max_item_share=0.25)
+    assert note.shortened.removesuffix("…").split()[-1] in {"alpha", "beta", "gamma", "delta"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.text(min_size=1, max_size=600), min_size=1, max_size=8),
+    st.integers(min_value=60, max_value=700),
+    st.sampled_from([0.1, 0.25, 0.5]),
+)
+def test_it_keeps_every_shortened_block_within_budget(contents, budget, share):
+    candidates = [scored(text, 1.0 / rank) for rank, text in enumerate(contents, start=1)]
+    result = pack(candidates, budget=budget, max_item_share=share)
+    assert result.block_tokens == count_tokens(result.block) <= budget
+    for item in result.packed:
+        if item.shortened is not None:
+            assert item.tokens <= int(budget * share)

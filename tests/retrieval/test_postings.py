@@ -295,7 +295,8 @@ def test_it_ranks_entities_exactly_as_over_the_memory_rows(alice, corpus, query)
             request = LegRequest(owner_id=alice.pk, query=query, as_of=as_of, types=types)
             expected = memory_row_entities(alice.pk, query, as_of, types)
             with connection.cursor() as cursor:
-                assert entity_leg(cursor, request) == expected
+                found = entity_leg(cursor, request)
+            assert [memory_id for memory_id, _ in found] == expected
 
 
 @pytest.fixture

@@ -60,7 +60,9 @@ def test_it_stamps_only_what_went_into_the_block(alice):
         alice, "Chess " + "very long story " * 200, created_at=confirmed_at - timedelta(days=1)
     )
     unrelated = make_memory(alice, "Gardening.")
-    result = recall(alice, "chess", token_budget=200, explain=True)
+    # The seed profile packs whole memories or none (the default cuts a long
+    # one short instead: test_packing.py).
+    result = recall(alice, "chess", token_budget=200, explain=True, profile="seed")
     assert [item.memory.pk for item in result.memories] == [packed.pk]
     assert [(item.memory.pk, item.cut_reason) for item in result.cut] == [
         (too_big.pk, "over_budget")

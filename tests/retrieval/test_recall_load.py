@@ -73,7 +73,7 @@ def test_it_drops_a_memory_whose_status_changed_after_the_leg_found_it(alice, mo
 
     def text_leg_then_a_change(cursor, request):
         found = real_text_leg(cursor, request)
-        assert set(found) == {kept.pk, changing.pk}
+        assert {memory_id for memory_id, _ in found} == {kept.pk, changing.pk}
         # What another request could do between the leg's query and recall's load.
         change(changing, status)
         return found
@@ -97,5 +97,5 @@ def test_it_leaves_proposed_memories_out_of_the_vector_leg(alice, monkeypatch, t
     request = request_for(alice, query_embedding=tuple(axis(0)), limit=1)
 
     with connection.cursor() as cursor:
-        assert vector_leg(cursor, request) == [active.pk]
+        assert [memory_id for memory_id, _ in vector_leg(cursor, request)] == [active.pk]
     assert proposed.pk not in recalled_ids(alice, "nearest further")

@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from memories.io import PROGRESS_MIN_BYTES, import_memories
+from memories.management.base import SchemaCommand
 
 
-class Command(BaseCommand):
+class Command(SchemaCommand):
     help = "Import memories for an owner from a JSON Lines file ('-' reads stdin)."
 
     def add_arguments(self, parser) -> None:

@@ -12,11 +12,12 @@ import time
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import connection, transaction
 from pgvector import Vector
 from tqdm import tqdm
 
+from memories.management.base import SchemaCommand
 from memories.models import Memory
 from retrieval.embeddings import (
     EmbeddingError,
@@ -30,7 +31,7 @@ from retrieval.index import resume_vector_index, vector_index_paused
 EMBEDDED_STATUSES = (Memory.Status.ACTIVE, Memory.Status.PROPOSED)
 
 
-class Command(BaseCommand):
+class Command(SchemaCommand):
     help = "Re-embed memories in batches (converts the vector column if the dimension changed)."
 
     def add_arguments(self, parser) -> None:

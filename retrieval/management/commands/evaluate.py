@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from retrieval.constants import LEGS, PIPELINES
+from retrieval.constants import LEGS, PIPELINES, PROFILES
 from retrieval.evaluation import DEFAULT_KS, DatasetError, load_dataset, run_evaluation
 from retrieval.evaluation.report import render_table, write_json
 
@@ -52,6 +52,19 @@ class Command(BaseCommand):
             help="Token budget of each recall (default: TIMOTHY_DEFAULT_TOKEN_BUDGET).",
         )
         parser.add_argument(
+            "--profile",
+            default=None,
+            help="Comma-separated fusion profiles to measure side by side, or 'all' "
+            f"({', '.join(PROFILES)}; default: TIMOTHY_RETRIEVAL_PROFILE).",
+        )
+        parser.add_argument(
+            "--entities",
+            choices=["dataset", "auto", "none"],
+            default="dataset",
+            help="Memories' entities: the dataset's (default), none, or found by the store "
+            "itself as for a memory written without any.",
+        )
+        parser.add_argument(
             "--json", dest="json_path", default=None, help="Write every figure here."
         )
 
@@ -60,6 +73,7 @@ class Command(BaseCommand):
         if pipeline not in (*PIPELINES, "all"):
             raise CommandError(f"Unknown pipeline {pipeline!r}.")
         legs = self.parse_legs(options["legs"], pipeline)
+        profiles = self.parse_profiles(options["profile"])
         ks = self.parse_ks(options["k"])
         budget = (
             options["budget"] if options["budget"] is not None else settings.DEFAULT_TOKEN_BUDGET
@@ -80,6 +94,8 @@ class Command(BaseCommand):
                 token_budget=budget,
                 dataset_path=options["dataset"],
                 progress=self.stderr._out,
+                profiles=profiles,
+                entities=options["entities"],
             )
 
         self.stdout.write(render_table(report))
@@ -98,6 +114,20 @@ class Command(BaseCommand):
         if pipeline == "freshness":
             raise CommandError("--legs ablates the fusion pipeline; use --pipeline fusion or all.")
         return list(dict.fromkeys(legs))
+
+    @staticmethod
+    def parse_profiles(value: str | None) -> list[str] | None:
+        if value is None:
+            return None
+        if value.strip() == "all":
+            return list(PROFILES)
+        profiles = comma_list(value)
+        unknown = [name for name in profiles if name not in PROFILES]
+        if not profiles or unknown:
+            raise CommandError(
+                f"--profile takes 'all' or a comma-separated subset of {', '.join(PROFILES)}."
+            )
+        return list(dict.fromkeys(profiles))
 
     @staticmethod
     def parse_ks(value: str) -> list[int]:

@@ -6,9 +6,10 @@ import json
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
-from retrieval.constants import PIPELINES
+from memories.management.base import SchemaCommand
+from retrieval.constants import PIPELINES, PROFILES
 from retrieval.embeddings import get_provider
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
@@ -25,7 +26,7 @@ def load_embedding_model() -> None:
         warm_up()
 
 
-class Command(BaseCommand):
+class Command(SchemaCommand):
     help = "Recall an owner's memories for QUERY and print the fenced block (or --json)."
 
     def add_arguments(self, parser) -> None:
@@ -33,6 +34,9 @@ class Command(BaseCommand):
         parser.add_argument("--owner", required=True, help="the owner's username")
         parser.add_argument("--budget", type=int, default=None, help="token budget")
         parser.add_argument("--pipeline", choices=PIPELINES, default=None)
+        parser.add_argument(
+            "--profile", choices=list(PROFILES), default=None, help="fusion profile"
+        )
         parser.add_argument("--as-of", default=None, help="ISO-8601 moment to replay the store at")
         parser.add_argument("--type", action="append", dest="types", help="memory type (repeat)")
         parser.add_argument("--json", action="store_true", help="print the search API's JSON")
@@ -60,6 +64,7 @@ class Command(BaseCommand):
                 as_of=as_of,
                 explain=options["explain"],
                 dry_run=options["dry_run"],
+                profile=options["profile"],
             )
         except ValueError as error:
             raise CommandError(str(error))

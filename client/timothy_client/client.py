@@ -1,0 +1,617 @@
+"""``Memory``: the Timothy Memory API from Python, with the degradation contract built in.
+
+Two kinds of calls:
+
+- On the user's turn: ``recall`` (returns an empty ``Recall`` instead of
+  raising, within a hard deadline) and ``extract`` (queued on a background
+  thread; returns at once). Neither can fail or slow the turn.
+- Asked for on purpose: ``remember``, ``propose``, ``confirm``, ``reject``,
+  ``reconfirm``, ``archive``, ``supersede``, ``chain``, ``list``. These raise
+  the typed errors of ``timothy_client.errors``. Every write carries an
+  ``Idempotency-Key`` and is retried with the same key on a lost connection,
+  a timeout or a 5xx, so a retry never writes twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as wait_for_futures
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import requests
+from requests.adapters import HTTPAdapter
+
+from timothy_client import errors
+from timothy_client.models import Chain, MemoryRecord, Recall
+from timothy_client.tools import REMEMBER, TOOL_NAMES, parse_arguments, remember_schema, validate
+
+logger = logging.getLogger("timothy_client")
+
+Phase = Literal["turn_end", "pre_compaction"]
+PHASES: tuple[str, ...] = ("turn_end", "pre_compaction")
+Pipeline = Literal["fusion", "freshness"]
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+DEFAULT_INTERNAL_URL = "http://127.0.0.1:8001"
+# A recall that has not answered by then is given up: the turn goes on without memories.
+DEFAULT_RECALL_TIMEOUT = 0.5
+DEFAULT_WRITE_TIMEOUT = 10.0
+DEFAULT_EXTRACT_TIMEOUT = 10.0
+# Extra attempts after the first, for writes, reads and extraction.
+DEFAULT_RETRIES = 2
+RETRY_BACKOFF = 0.25  # seconds, doubled per attempt
+RETRY_BACKOFF_CAP = 2.0
+RETRIED_STATUSES = frozenset({500, 502, 503, 504})
+# 5xx answers that no retry can change.
+PERMANENT_ERROR_CODES = frozenset({"llm_not_configured", "service_token_not_configured"})
+# The service's default longest query; a longer message is cut, not refused.
+MAX_QUERY_CHARS = 4000
+# Extractions waiting to be sent; past this, new ones are dropped (and logged)
+# rather than piling up while the service is away.
+MAX_PENDING_EXTRACTIONS = 100
+PAGE_SIZE = 50
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The outcome of a tool call, to hand back to the model as the tool's result.
+
+    ``content`` is the JSON text for the tool message; ``ok`` is False when
+    the arguments were wrong or the service could not save (``error`` says
+    which, in words the model can act on).
+    """
+
+    ok: bool
+    content: str
+    memory: MemoryRecord | None = None
+    error: str | None = None
+
+
+class Memory:
+    """A client of one Timothy Memory service, for one owner.
+
+    ``base_url`` and ``token`` reach the public API (the owner's bearer token).
+    ``internal_url``, ``service_token`` and ``owner`` (a username) reach the
+    internal listener: extraction needs them, and recall uses it when no
+    ``token`` is given. ``timeout`` bounds a whole recall (default 0.5 s).
+    """
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        token: str | None = None,
+        *,
+        timeout: float = DEFAULT_RECALL_TIMEOUT,
+        internal_url: str | None = None,
+        service_token: str | None = None,
+        owner: str | None = None,
+        session_id: str | None = None,
+        token_budget: int | None = None,
+        pipeline: Pipeline | None = None,
+        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+        extract_timeout: float = DEFAULT_EXTRACT_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self.internal_url = internal_url.rstrip("/") if internal_url else None
+        self.service_token = service_token
+        self.owner = owner
+        self.session_id = session_id
+        self.token_budget = token_budget
+        self.pipeline = pipeline
+        self.write_timeout = write_timeout
+        self.extract_timeout = extract_timeout
+        self.retries = retries
+        self._http = requests.Session()
+        self._http.mount("http://", HTTPAdapter(pool_maxsize=16))
+        self._http.mount("https://", HTTPAdapter(pool_maxsize=16))
+        self._http.headers["User-Agent"] = "timothy-client/0.1"
+        # Recalls run on these threads so that the caller can stop waiting at
+        # the deadline whatever the socket is doing.
+        self._recall_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="timothy-recall")
+        # One thread: extractions leave in the order the turns happened.
+        self._extract_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="timothy-extract")
+        self._pending: set[Future[bool]] = set()
+        self._pending_lock = threading.Lock()
+        self._warned_unconfigured = False
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> Memory:
+        """Build a client from the environment (``TIMOTHY_URL``, ``TIMOTHY_TOKEN``, ...).
+
+        See docs/client.md for the variables; keyword arguments win over them.
+        """
+        env = os.environ
+        settings: dict[str, Any] = {
+            "base_url": env.get("TIMOTHY_URL") or DEFAULT_URL,
+            "token": env.get("TIMOTHY_TOKEN") or None,
+            "internal_url": env.get("TIMOTHY_INTERNAL_URL") or DEFAULT_INTERNAL_URL,
+            "service_token": env.get("TIMOTHY_SERVICE_TOKEN") or None,
+            "owner": env.get("TIMOTHY_OWNER_USERNAME") or "owner",
+        }
+        if env.get("TIMOTHY_CLIENT_TIMEOUT"):
+            settings["timeout"] = float(env["TIMOTHY_CLIENT_TIMEOUT"])
+        settings.update(overrides)
+        return cls(**settings)
+
+    # -- on the user's turn -------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        token_budget: int | None = None,
+        pipeline: Pipeline | None = None,
+        types: Iterable[str] | None = None,
+        timeout: float | None = None,
+    ) -> Recall:
+        """The memories relevant to ``query`` and their fenced block. Never raises.
+
+        On a timeout, a refused connection, an error answer or a malformed
+        one, returns an empty ``Recall`` whose ``error`` says why (also logged
+        as a warning): the turn goes on without memories.
+        """
+        limit = self.timeout if timeout is None else timeout
+        try:
+            body = self._search_body(query, session_id, token_budget, pipeline, types)
+            if body is None:
+                return Recall()
+            future = self._recall_pool.submit(self._search, body, limit)
+            return future.result(timeout=limit)
+        except FutureTimeout:
+            reason = f"no answer within {limit:g} s"
+        except errors.ServiceError as error:
+            reason = f"the service answered {error.status} {error.code}: {error.message}"
+        except errors.TimothyError as error:
+            reason = str(error)
+        except Exception as error:  # the contract: nothing escapes into the turn
+            logger.exception("Recall failed unexpectedly")
+            reason = f"unexpected error: {error!r}"
+        logger.warning("Recall failed, the turn goes on without memories: %s", reason)
+        return Recall.failed(reason)
+
+    def extract(
+        self,
+        turns: Iterable[Mapping[str, Any]],
+        phase: Phase = "turn_end",
+        *,
+        session_id: str | None = None,
+    ) -> Future[bool]:
+        """Send turns (``{"role", "content", "at"?}``) to extraction, in the background.
+
+        Returns at once. The future resolves to True when the service took
+        them (202), False when it could not (logged; never raised). Use
+        ``phase="pre_compaction"`` for turns about to be dropped from context.
+        """
+        if phase not in PHASES:
+            raise ValueError(f"phase must be one of {PHASES}, not {phase!r}")
+        payload = [_turn_payload(turn) for turn in turns]
+        payload = [turn for turn in payload if turn["content"].strip()]
+        if not payload or not self._can_extract():
+            return _done(False)
+        body = {
+            "owner": self.owner,
+            "session_id": session_id or self.session_id or "timothy-client",
+            "phase": phase,
+            "turns": payload,
+        }
+        with self._pending_lock:
+            if len(self._pending) >= MAX_PENDING_EXTRACTIONS:
+                logger.warning(
+                    "Extraction dropped: %d still waiting to be sent", len(self._pending)
+                )
+                return _done(False)
+            future = self._extract_pool.submit(self._send_extraction, body)
+            self._pending.add(future)
+        future.add_done_callback(self._forget)
+        return future
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait for queued extractions to be sent; True if none is left."""
+        with self._pending_lock:
+            pending = set(self._pending)
+        return not wait_for_futures(pending, timeout=timeout).not_done
+
+    def close(self, timeout: float | None = 30.0) -> None:
+        """Send what is queued (waiting at most ``timeout``), then release the connections."""
+        self.flush(timeout)
+        self._extract_pool.shutdown(wait=False, cancel_futures=True)
+        self._recall_pool.shutdown(wait=False, cancel_futures=True)
+        self._http.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- the model's tool ---------------------------------------------------
+
+    def handle_tool_call(
+        self, name: str, arguments: str | dict[str, Any] | None, *, call_id: str | None = None
+    ) -> ToolResult:
+        """Run a ``remember`` tool call (OpenAI JSON-string or Anthropic object arguments).
+
+        Never raises: a wrong call or a failed save comes back as
+        ``ToolResult(ok=False)`` with an explanation to give to the model.
+        ``call_id`` (the tool call's id) becomes the Idempotency-Key, so a
+        retried turn saves once.
+        """
+        if name not in TOOL_NAMES:
+            known = ", ".join(sorted(TOOL_NAMES))
+            return _tool_failure(f"Unknown tool {name!r}; this client handles: {known}.")
+        try:
+            # A copy: the caller's arguments object (Anthropic's input) stays as it was.
+            fields = {"mode": REMEMBER, **parse_arguments(arguments)}
+            validate(fields, remember_schema())
+            key = _key_from_call_id(call_id) if call_id else None
+            memory = self._create(fields, idempotency_key=key)
+        except errors.InvalidToolCall as error:
+            return _tool_failure(f"Invalid arguments: {error}")
+        except errors.ServiceError as error:
+            return _tool_failure(f"The memory service refused it: {error.message}")
+        except errors.TimothyError as error:
+            return _tool_failure(f"The memory service could not be reached: {error}")
+        content = {"saved": True, "id": memory.id, "type": memory.type, "content": memory.content}
+        return ToolResult(ok=True, content=json.dumps(content), memory=memory)
+
+    # -- asked for on purpose -----------------------------------------------
+
+    def remember(
+        self,
+        content: str,
+        type: str,
+        *,
+        entities: Iterable[str] | None = None,
+        session_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> MemoryRecord:
+        """Store the owner's explicit fact: active at once, confidence 1."""
+        fields = {"content": content, "type": type, "mode": "remember"}
+        if entities is not None:
+            fields["entities"] = list(entities)
+        if session_id:
+            fields["session_id"] = session_id
+        return self._create(fields, idempotency_key=idempotency_key)
+
+    def propose(
+        self,
+        content: str,
+        type: str,
+        *,
+        entities: Iterable[str] | None = None,
+        confidence: float | None = None,
+        session_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> MemoryRecord:
+        """Stage a memory in the owner's confirmation queue."""
+        fields: dict[str, Any] = {"content": content, "type": type, "mode": "propose"}
+        if entities is not None:
+            fields["entities"] = list(entities)
+        if confidence is not None:
+            fields["confidence"] = confidence
+        if session_id:
+            fields["session_id"] = session_id
+        return self._create(fields, idempotency_key=idempotency_key)
+
+    def confirm(self, memory_id: int, *, reason: str | None = None) -> MemoryRecord:
+        """proposed -> active."""
+        return self._act(memory_id, "confirm", reason)
+
+    def reject(self, memory_id: int, *, reason: str | None = None) -> MemoryRecord:
+        """proposed -> rejected (kept, never retrieved)."""
+        return self._act(memory_id, "reject", reason)
+
+    def reconfirm(self, memory_id: int, *, reason: str | None = None) -> MemoryRecord:
+        """Say an active memory is still true (resets its decay)."""
+        return self._act(memory_id, "reconfirm", reason)
+
+    def archive(self, memory_id: int, *, reason: str | None = None) -> MemoryRecord:
+        """active -> archived (kept, never retrieved)."""
+        return self._act(memory_id, "archive", reason)
+
+    def supersede(
+        self,
+        memory_id: int,
+        content: str,
+        *,
+        type: str | None = None,
+        entities: Iterable[str] | None = None,
+        confidence: float | None = None,
+        reason: str | None = None,
+    ) -> MemoryRecord:
+        """Replace a memory with a new version; returns the new head of the chain."""
+        extra: dict[str, Any] = {"content": content}
+        if type is not None:
+            extra["type"] = type
+        if entities is not None:
+            extra["entities"] = list(entities)
+        if confidence is not None:
+            extra["confidence"] = confidence
+        return self._act(memory_id, "supersede", reason, **extra)
+
+    def chain(self, memory_id: int) -> Chain:
+        """Every version of the memory's chain, oldest first, with their events."""
+        answer = self._request("GET", f"/v1/memories/{int(memory_id)}/chain")
+        return Chain.from_json(answer)
+
+    def list(
+        self,
+        *,
+        status: str = "active",
+        type: str | None = None,
+        entity: str | None = None,
+        q: str | None = None,
+        session_id: str | None = None,
+        page_size: int = PAGE_SIZE,
+    ) -> Iterator[MemoryRecord]:
+        """The owner's memories, newest first, fetched page by page as you iterate."""
+        params: dict[str, Any] = {"status": status, "limit": page_size}
+        for name, value in (
+            ("type", type),
+            ("entity", entity),
+            ("q", q),
+            ("session_id", session_id),
+        ):
+            if value is not None:
+                params[name] = value
+        while True:
+            answer = self._request("GET", "/v1/memories", params=params)
+            try:
+                items, cursor = answer["memories"], answer["next_cursor"]
+            except (KeyError, TypeError) as error:
+                raise errors.MalformedAnswer(f"Not a page of memories: {error!r}") from error
+            for item in items:
+                yield MemoryRecord.from_json(item)
+            if not cursor:
+                return
+            params["cursor"] = cursor
+
+    # -- plumbing -----------------------------------------------------------
+
+    def _search_body(
+        self,
+        query: str,
+        session_id: str | None,
+        token_budget: int | None,
+        pipeline: str | None,
+        types: Iterable[str] | None,
+    ) -> dict[str, Any] | None:
+        query = (query or "").strip()
+        if not query:
+            return None
+        body: dict[str, Any] = {"query": query[:MAX_QUERY_CHARS]}
+        optional = {
+            "session_id": session_id or self.session_id,
+            "token_budget": token_budget or self.token_budget,
+            "pipeline": pipeline or self.pipeline,
+            "types": list(types) if types is not None else None,
+        }
+        body.update({name: value for name, value in optional.items() if value is not None})
+        return body
+
+    def _search(self, body: dict[str, Any], timeout: float) -> Recall:
+        if self.token:
+            answer = self._request(
+                "POST", "/v1/memories/search", json=body, timeout=timeout, attempts=1
+            )
+        elif self._internal_configured():
+            answer = self._request(
+                "POST",
+                "/internal/v1/retrieve",
+                json={**body, "owner": self.owner},
+                timeout=timeout,
+                internal=True,
+                attempts=1,
+            )
+        else:
+            raise errors.TimothyError(
+                "not configured: give a token, or internal_url, service_token and owner"
+            )
+        return Recall.from_json(answer)
+
+    def _internal_configured(self) -> bool:
+        return bool(self.internal_url and self.service_token and self.owner)
+
+    def _can_extract(self) -> bool:
+        if self._internal_configured():
+            return True
+        if not self._warned_unconfigured:
+            logger.warning(
+                "Extraction is off: it needs internal_url, service_token and owner "
+                "(TIMOTHY_INTERNAL_URL, TIMOTHY_SERVICE_TOKEN, TIMOTHY_OWNER_USERNAME)."
+            )
+            self._warned_unconfigured = True
+        return False
+
+    def _send_extraction(self, body: dict[str, Any]) -> bool:
+        try:
+            # Not repeated after a timeout: the service may have queued it already.
+            self._request(
+                "POST",
+                "/internal/v1/extract",
+                json=body,
+                timeout=self.extract_timeout,
+                internal=True,
+                repeatable=False,
+            )
+        except errors.TimothyError as error:
+            logger.warning("Extraction (%s) was not sent: %s", body["phase"], error)
+            return False
+        return True
+
+    def _forget(self, future: Future[bool]) -> None:
+        with self._pending_lock:
+            self._pending.discard(future)
+
+    def _create(self, fields: dict[str, Any], *, idempotency_key: str | None) -> MemoryRecord:
+        if self.session_id and "session_id" not in fields:
+            fields = {**fields, "session_id": self.session_id}
+        answer = self._request(
+            "POST", "/v1/memories", json=fields, idempotency_key=idempotency_key or _new_key()
+        )
+        return MemoryRecord.from_json(answer)
+
+    def _act(self, memory_id: int, action: str, reason: str | None, **extra: Any) -> MemoryRecord:
+        body: dict[str, Any] = {"action": action, **extra}
+        if reason:
+            body["reason"] = reason
+        answer = self._request(
+            "POST", f"/v1/memories/{int(memory_id)}", json=body, idempotency_key=_new_key()
+        )
+        return MemoryRecord.from_json(answer)
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        timeout: float | None = None,
+        internal: bool = False,
+        attempts: int | None = None,
+        repeatable: bool = True,
+    ) -> Any:
+        """One API call, retried (same Idempotency-Key) on lost connections and 5xx.
+
+        ``repeatable=False``: retried only when the request cannot have
+        arrived (connection refused), never after a timeout or a 5xx.
+        """
+        if internal:
+            url = (self.internal_url or "") + path
+            headers = {"Authorization": f"Bearer {self.service_token}"}
+        else:
+            url = self.base_url + path
+            headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        if idempotency_key:
+            headers["Idempotency-Key"] = idempotency_key
+        attempts = attempts or 1 + self.retries
+        timeout = timeout or self.write_timeout
+        for attempt in range(1, attempts + 1):
+            try:
+                response = self._http.request(
+                    method, url, json=json, params=params, headers=headers, timeout=timeout
+                )
+            except requests.RequestException as error:
+                failure = errors.Unreachable(f"{method} {url}: {_reason(error, timeout)}")
+                retry = _never_arrived(error) or (repeatable and _transient(error))
+                if attempt == attempts or not retry:
+                    raise failure from error
+            else:
+                retry = repeatable and response.status_code in RETRIED_STATUSES
+                if attempt == attempts or not retry:
+                    return _answer(response)
+                if _error_code(response) in PERMANENT_ERROR_CODES:
+                    return _answer(response)
+            logger.info("%s %s failed (attempt %d of %d); retrying", method, url, attempt, attempts)
+            time.sleep(min(RETRY_BACKOFF * 2 ** (attempt - 1), RETRY_BACKOFF_CAP))
+        raise AssertionError("the loop returns or raises")
+
+
+def _answer(response: requests.Response) -> Any:
+    if response.status_code < 400:
+        try:
+            return response.json()
+        except ValueError as error:
+            raise errors.MalformedAnswer(
+                f"{response.request.method} {response.url} answered {response.status_code} "
+                f"with something that is not JSON: {response.text[:120]!r}"
+            ) from error
+    code, message, details = "http_error", response.text[:300] or response.reason, {}
+    try:
+        envelope = response.json()["error"]
+        code, message = str(envelope["code"]), str(envelope["message"])
+        details = envelope.get("details") or {}
+    except (ValueError, KeyError, TypeError):
+        pass  # not our error envelope (a proxy's page): keep the text
+    if response.status_code == 429:
+        retry_after = response.headers.get("Retry-After")
+        raise errors.RateLimited(
+            429,
+            code,
+            message,
+            details,
+            retry_after=float(retry_after) if retry_after and retry_after.isdigit() else None,
+        )
+    raise errors.error_class_for(response.status_code)(response.status_code, code, message, details)
+
+
+def _error_code(response: requests.Response) -> str | None:
+    try:
+        return response.json()["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _never_arrived(error: requests.RequestException) -> bool:
+    """The request cannot have reached the service: no connection was made."""
+    if isinstance(error, requests.ConnectTimeout):
+        return True
+    return isinstance(error, requests.ConnectionError) and "NewConnectionError" in repr(error)
+
+
+def _transient(error: requests.RequestException) -> bool:
+    """A lost connection or a timeout: the request may or may not have arrived."""
+    return isinstance(
+        error,
+        requests.ConnectionError | requests.Timeout | requests.exceptions.ChunkedEncodingError,
+    )
+
+
+def _reason(error: requests.RequestException, timeout: float) -> str:
+    if isinstance(error, requests.Timeout):
+        return f"no answer within {timeout:g} s"
+    if "Connection refused" in repr(error):
+        return "connection refused"
+    if isinstance(error, requests.ConnectionError):
+        return f"connection failed ({type(error).__name__}: {error})"
+    return f"{type(error).__name__}: {error}"
+
+
+def _turn_payload(turn: Mapping[str, Any]) -> dict[str, Any]:
+    payload = {"role": str(turn["role"]), "content": str(turn.get("content") or "")}
+    at = turn.get("at")
+    if isinstance(at, datetime):
+        at = at.isoformat()
+    if at:
+        payload["at"] = at
+    return payload
+
+
+def _new_key() -> str:
+    return str(uuid.uuid4())
+
+
+def _key_from_call_id(call_id: str) -> str:
+    key = f"tool-call-{call_id}"
+    if len(key) <= 200 and key.isascii() and key.isprintable() and " " not in key:
+        return key
+    return "tool-call-" + hashlib.sha256(call_id.encode()).hexdigest()
+
+
+def _tool_failure(message: str) -> ToolResult:
+    return ToolResult(
+        ok=False, content=json.dumps({"saved": False, "error": message}), error=message
+    )
+
+
+def _done(value: bool) -> Future[bool]:
+    future: Future[bool] = Future()
+    future.set_result(value)
+    return future

@@ -1,0 +1,606 @@
+"""Which of the owner's memories a new fact repeats or updates.
+
+For a text (a proposal, a remembered fact, an extracted fact) the owner's
+closest active memories are gathered the ways retrieval finds memories: the
+nearest stored embeddings, shared entities, shared English lexemes (the
+postings the text and entity legs read). Each candidate is then classified:
+
+- **duplicate**: the same meaning, nothing new (confirming both would store it
+  twice);
+- **update**: the same subject with a different value, or more detail ("Prefers
+  a window seat" against "Prefers an aisle seat"): the new fact should become a
+  new version of the old one;
+- unrelated: dropped.
+
+The classifier reads a few signals of a pair (``PairSignals``): the cosine of
+the embeddings, the overlap of lexemes, shared entities, whether each side
+holds a value the other lacks (a number, a date, a name) and whether the new
+text says something changed ("now", "no longer", "switched"). Its thresholds
+are the constants below, chosen on the labelled pairs in
+``tests/memories/data/related-pairs.json`` with ``manage.py related_eval``
+(docs/review.md has the figures). "duplicate" is kept strict, because
+extraction drops a fact it calls a duplicate; a pair the classifier is unsure
+about is called an update, which only asks the owner to look.
+
+Without an embedding provider (or when embedding fails or times out) it
+compares by entities and words only, and says so in ``RelatedResult.degraded``.
+Everything is bounded in time: a slow database or model gives a degraded or an
+empty answer, never a slow create or page.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from memories.models import Memory
+from retrieval.embeddings import EmbeddingError, get_provider
+from retrieval.legs import run_step, vector_literal
+from retrieval.lexemes import clean_query
+from retrieval.models import Posting
+
+logger = logging.getLogger(__name__)
+
+DUPLICATE = "duplicate"
+UPDATE = "update"
+RELATIONS = (DUPLICATE, UPDATE)
+
+# --- thresholds (chosen on the dev split of the labelled pairs; docs/review.md) ---
+
+# With embeddings: a pair this close, with no conflicting value and no sign of
+# a change, says the same thing.
+DUPLICATE_MIN_COSINE = 0.80
+# A pair this close is about the same subject: an update unless a duplicate.
+UPDATE_MIN_COSINE = 0.65
+# ... and this close when the new text holds a conflicting value or says that
+# something changed ("moved to Berlin" against "lives in Lisbon").
+UPDATE_MIN_COSINE_CHANGED = 0.50
+# Without embeddings: lexeme overlap (Jaccard) of a duplicate and of an update,
+# and of an update that also shares a named entity.
+DUPLICATE_MIN_LEXICAL = 0.50
+UPDATE_MIN_LEXICAL = 0.20
+UPDATE_MIN_LEXICAL_WITH_ENTITY = 0.25
+# ... and, without a shared entity, at least this many lexemes in common.
+UPDATE_MIN_SHARED_LEXEMES = 2
+
+# --- search bounds ---
+
+# Candidates taken from each source (nearest vectors, shared entities, shared
+# lexemes); the classifier sees their union.
+CANDIDATES_PER_SOURCE = 8
+# At most this many related memories are returned, best first.
+MAX_RELATED = 5
+# Seconds the text's embedding may take, and the database query. A create
+# waits for both at most; past them it answers with what it has.
+EMBED_TIMEOUT_SECONDS = 1.0
+QUERY_TIMEOUT_SECONDS = 1.0
+
+NO_PROVIDER = "no embedding provider: compared by entities and words only"
+EMBEDDING_FAILED = "the embedding failed or timed out: compared by entities and words only"
+QUERY_FAILED = "the search for related memories failed or timed out"
+
+MEMORY_TABLE = Memory._meta.db_table
+POSTING_TABLE = Posting._meta.db_table
+
+
+# --- the signals of a pair --------------------------------------------------------
+
+NUMBER_WORDS = {
+    word: str(value)
+    for value, word in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+        ]
+    )
+}
+# Words that say the new text changes what was true before.
+CHANGE_MARKERS = {
+    "now",
+    "anymore",
+    "longer",  # "no longer"
+    "again",
+    "switched",
+    "switch",
+    "moved",
+    "new",
+    "stopped",
+    "quit",
+    "gave",  # "gave up"
+    "given",  # "has given up"
+    "left",
+    "cancelled",
+    "canceled",
+    "sold",
+    "divorced",
+    "split",
+    "become",
+    "became",
+    "instead",
+    "changed",
+    "started",
+}
+# People other than the owner. A fact about the owner's mother is not an update
+# of one about the owner, nor one about his son of one about his daughter.
+RELATIVES = {
+    "mother": "mother",
+    "mum": "mother",
+    "mom": "mother",
+    "father": "father",
+    "dad": "father",
+    "wife": "wife",
+    "husband": "husband",
+    "partner": "partner",
+    "girlfriend": "partner",
+    "boyfriend": "partner",
+    "son": "son",
+    "daughter": "daughter",
+    "sister": "sister",
+    "brother": "brother",
+    "parents": "parents",
+    "kids": "children",
+    "kid": "children",
+    "children": "children",
+    "child": "children",
+    "friend": "friend",
+    "grandmother": "grandmother",
+    "grandfather": "grandfather",
+    "aunt": "aunt",
+    "uncle": "uncle",
+    "cousin": "cousin",
+}
+_WORD = re.compile(r"[\w@+][\w@+.,:'’/-]*[\w]|[\w@+]")
+_SENTENCE_BREAK = re.compile(r"[.;!?]")
+
+
+def normalized_text(text: str) -> str:
+    """Lower case, one space between words, no closing punctuation."""
+    return re.sub(r"[\s.!?;,]+$", "", " ".join(text.split()).lower())
+
+
+def _value_token(word: str) -> str:
+    word = word.lower().removesuffix("'s").removesuffix("’s").strip(".,:'’")
+    word = NUMBER_WORDS.get(word, word)
+    # "Fridays" and "Friday", "kids" and "kid" name the same value.
+    if word.isalpha() and len(word) > 3 and word.endswith("s"):
+        word = word[:-1]
+    return word
+
+
+def value_tokens(text: str, entities: Iterable[str] = ()) -> set[str]:
+    """What a fact's value is made of: numbers, dates, names, addresses.
+
+    Numbers (digits or number words), words with a capital letter that do not
+    merely start a sentence, e-mail addresses, and the words of the named
+    entities.
+    """
+    values = set(_text_values(text))
+    for entity in entities:
+        values.update(_value_token(word) for word in entity.split())
+    values.discard("")
+    return values
+
+
+# A candidate memory meets many probes on a queue page: read each text once.
+@lru_cache(maxsize=4096)
+def _text_values(text: str) -> frozenset[str]:
+    values: set[str] = set()
+    previous_end = 0
+    for index, match in enumerate(_WORD.finditer(text)):
+        word = match.group()
+        # The first word, or one after a full stop, starts a sentence.
+        starts = index == 0 or bool(_SENTENCE_BREAK.search(text[previous_end : match.start()]))
+        previous_end = match.end()
+        lower = word.lower()
+        if (
+            not word.isalpha()
+            and (any(char.isdigit() for char in word) or "@" in word)
+            or lower in NUMBER_WORDS
+            or (word[0].isupper() and not starts)
+            or not word[1:].islower()
+            and any(char.isupper() for char in word[1:])
+        ):
+            values.add(_value_token(word))
+    return frozenset(values)
+
+
+@lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(word.lower().replace("’", "'") for word in re.findall(r"[\w'’]+", text))
+
+
+def says_changed(old: str, new: str) -> bool:
+    """The new text marks a change ("now", "no longer", "moved") that the old one does not."""
+    return bool((_words(new) - _words(old)) & CHANGE_MARKERS)
+
+
+def relatives(text: str) -> set[str]:
+    """The relatives a fact is about ("his mother's" counts as "mother")."""
+    words = {word.removesuffix("'s") for word in _words(text)}
+    return {RELATIVES[word] for word in words if word in RELATIVES}
+
+
+def about_someone_else(
+    old: str, new: str, old_entities: Iterable[str], new_entities: Iterable[str]
+) -> bool:
+    """The two facts are about different people: "his mother" against "his father",
+    or a relative on one side only when no entity is shared ("is 34" against "his
+    wife is 36"; but "his wife is Leila" against "divorced Leila" is one subject)."""
+    old_people, new_people = relatives(old), relatives(new)
+    if old_people and new_people:
+        return old_people != new_people
+    if old_people == new_people:
+        return False
+    shared = {e.casefold() for e in old_entities} & {e.casefold() for e in new_entities}
+    return not shared
+
+
+@dataclass(frozen=True)
+class PairSignals:
+    """What the classifier reads about one (existing, new) pair."""
+
+    # Cosine similarity of the two embeddings; None without them.
+    cosine: float | None
+    # Jaccard overlap of the two texts' English lexemes.
+    lexical: float
+    shared_lexemes: int
+    shared_entities: int
+    # Each side holds a value (number, date, name) that the other lacks.
+    value_conflict: bool
+    # The new text says something changed.
+    changed: bool
+    # The new text keeps every lexeme of the old one and adds some (more detail).
+    adds_detail: bool
+    # Each side has lexemes the other lacks: a word was replaced.
+    replaces_words: bool
+    # The facts are about different people (the owner's mother, his son, ...).
+    other_person: bool
+    # Equal once case, spacing and closing punctuation are set aside.
+    same_text: bool
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        old_text: str,
+        new_text: str,
+        old_lexemes: Iterable[str],
+        new_lexemes: Iterable[str],
+        old_entities: Iterable[str] = (),
+        new_entities: Iterable[str] = (),
+        cosine: float | None = None,
+    ) -> PairSignals:
+        old_lex, new_lex = set(old_lexemes), set(new_lexemes)
+        union = old_lex | new_lex
+        old_values = value_tokens(old_text, old_entities)
+        new_values = value_tokens(new_text, new_entities)
+        return cls(
+            cosine=None if cosine is None or not math.isfinite(cosine) else float(cosine),
+            lexical=len(old_lex & new_lex) / len(union) if union else 0.0,
+            shared_lexemes=len(old_lex & new_lex),
+            shared_entities=len(
+                {e.casefold() for e in old_entities} & {e.casefold() for e in new_entities}
+            ),
+            value_conflict=bool(old_values - new_values) and bool(new_values - old_values),
+            changed=says_changed(old_text, new_text),
+            adds_detail=bool(old_lex) and old_lex < new_lex,
+            replaces_words=bool(old_lex - new_lex) and bool(new_lex - old_lex),
+            other_person=about_someone_else(old_text, new_text, old_entities, new_entities),
+            same_text=normalized_text(old_text) == normalized_text(new_text),
+        )
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    duplicate_min_cosine: float = DUPLICATE_MIN_COSINE
+    update_min_cosine: float = UPDATE_MIN_COSINE
+    update_min_cosine_changed: float = UPDATE_MIN_COSINE_CHANGED
+    duplicate_min_lexical: float = DUPLICATE_MIN_LEXICAL
+    update_min_lexical: float = UPDATE_MIN_LEXICAL
+    update_min_lexical_with_entity: float = UPDATE_MIN_LEXICAL_WITH_ENTITY
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+def classify(
+    signals: PairSignals, thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> tuple[str | None, float]:
+    """(relation or None for unrelated, score in [0, 1]) of one pair.
+
+    The score is the cosine when there are embeddings, else the lexeme overlap.
+    """
+    if signals.same_text:
+        return DUPLICATE, 1.0
+    if signals.other_person:
+        return None, 0.0
+    differs = signals.value_conflict or signals.changed or signals.adds_detail
+    if signals.cosine is not None:
+        score = max(0.0, min(1.0, signals.cosine))
+        if not differs and score >= thresholds.duplicate_min_cosine:
+            return DUPLICATE, score
+        floor = thresholds.update_min_cosine_changed if differs else thresholds.update_min_cosine
+        return (UPDATE, score) if score >= floor else (None, score)
+    score = signals.lexical
+    # Words alone cannot tell a synonym from another value ("mum" for "mother",
+    # "window" for "aisle"): a replaced word is never a duplicate here.
+    if not differs and not signals.replaces_words and score >= thresholds.duplicate_min_lexical:
+        return DUPLICATE, score
+    if signals.shared_entities:
+        floor = thresholds.update_min_lexical_with_entity
+    elif signals.shared_lexemes < UPDATE_MIN_SHARED_LEXEMES:
+        # One word in common (the owner's name, "owner") says nothing of the subject.
+        return None, score
+    else:
+        floor = thresholds.update_min_lexical
+    return (UPDATE, score) if score >= floor else (None, score)
+
+
+# --- finding the related memories ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RelatedMemory:
+    memory: Memory
+    relation: str
+    score: float
+    signals: PairSignals
+
+    def to_dict(self) -> dict:
+        return {"id": self.memory.pk, "relation": self.relation, "score": round(self.score, 3)}
+
+
+@dataclass
+class RelatedResult:
+    related: list[RelatedMemory] = field(default_factory=list)
+    # Why the answer is less than it could be ("" when nothing was missing).
+    degraded: str = ""
+    # The text's embedding, when one was computed here (the caller may store it).
+    embedding: list[float] | None = None
+
+    @property
+    def duplicates(self) -> list[RelatedMemory]:
+        return [item for item in self.related if item.relation == DUPLICATE]
+
+    @property
+    def updates(self) -> list[RelatedMemory]:
+        return [item for item in self.related if item.relation == UPDATE]
+
+    def to_list(self) -> list[dict]:
+        return [item.to_dict() for item in self.related]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One text to find related memories for."""
+
+    key: int
+    content: str
+    entities: tuple[str, ...] = ()
+    embedding: tuple[float, ...] | None = None
+    # Memory ids never to report (the probe itself, say).
+    exclude: tuple[int, ...] = ()
+
+
+def find_related(
+    owner,
+    content: str,
+    *,
+    entities: Iterable[str] = (),
+    embedding: Sequence[float] | None = None,
+    exclude: Iterable[int] = (),
+    include_proposals: bool = False,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+) -> RelatedResult:
+    """The owner's memories that ``content`` repeats or updates, best first.
+
+    Active memories only, unless ``include_proposals`` (extraction must not
+    propose what already waits in the queue). Embeds ``content`` when no
+    ``embedding`` is given and a provider is configured.
+    """
+    degraded = ""
+    computed: list[float] | None = None
+    if embedding is None:
+        provider = get_provider()
+        if provider is None:
+            degraded = NO_PROVIDER
+        else:
+            try:
+                [computed] = provider.embed([content], timeout=EMBED_TIMEOUT_SECONDS)
+            except EmbeddingError as error:
+                logger.warning("Related memories without embeddings: %s", error)
+                degraded = EMBEDDING_FAILED
+            embedding = computed
+    probe = Probe(
+        key=0,
+        content=content,
+        entities=tuple(entities),
+        embedding=tuple(embedding) if embedding is not None else None,
+        exclude=tuple(exclude),
+    )
+    results = related_for_probes(owner, [probe], include_proposals, thresholds)
+    result = results[0]
+    result.degraded = result.degraded or degraded
+    result.embedding = computed
+    return result
+
+
+def related_for_memories(
+    owner, memories: Sequence[Memory], thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> dict[int, RelatedResult]:
+    """Related active memories of each of ``memories`` (the queue page), in one query.
+
+    Uses each memory's stored embedding; one without a vector yet is compared
+    by entities and words, and its result says so.
+    """
+    probes = [
+        Probe(
+            key=memory.pk,
+            content=memory.content,
+            entities=tuple(memory.entity_refs),
+            embedding=tuple(memory.embedding) if memory.embedding is not None else None,
+            exclude=(memory.pk,),
+        )
+        for memory in memories
+    ]
+    results = related_for_probes(owner, probes, False, thresholds)
+    has_provider = get_provider() is not None
+    for probe in probes:
+        if probe.embedding is None and not results[probe.key].degraded:
+            results[probe.key].degraded = (
+                "no embedding yet: compared by entities and words only"
+                if has_provider
+                else NO_PROVIDER
+            )
+    return results
+
+
+def related_for_probes(
+    owner,
+    probes: Sequence[Probe],
+    include_proposals: bool = False,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+) -> dict[int, RelatedResult]:
+    if not probes:
+        return {}
+    report, rows = run_step(
+        "related",
+        lambda cursor: _candidates(cursor, owner.pk, probes, include_proposals),
+        QUERY_TIMEOUT_SECONDS,
+    )
+    if report.status != "ok":
+        logger.warning("Related memories unavailable: %s", report.error)
+        return {probe.key: RelatedResult(degraded=QUERY_FAILED) for probe in probes}
+    by_key = {probe.key: probe for probe in probes}
+    found: dict[int, list[tuple[int, PairSignals, str, float]]] = {p.key: [] for p in probes}
+    memory_ids: set[int] = set()
+    for key, memory_id, content, entity_refs, lexemes, probe_lexemes, cosine in rows or []:
+        probe = by_key[key]
+        signals = PairSignals.of(
+            old_text=content,
+            new_text=probe.content,
+            old_lexemes=lexemes,
+            new_lexemes=probe_lexemes,
+            old_entities=entity_refs,
+            new_entities=probe.entities,
+            cosine=cosine,
+        )
+        relation, score = classify(signals, thresholds)
+        if relation is not None:
+            found[key].append((memory_id, signals, relation, score))
+            memory_ids.add(memory_id)
+    # The vectors are not needed here, and each costs ~1.5 KB to read and parse.
+    memories = Memory.objects.defer("embedding").in_bulk(memory_ids)
+    results: dict[int, RelatedResult] = {}
+    for key, items in found.items():
+        # Duplicates first, then by score.
+        items.sort(key=lambda item: (item[2] != DUPLICATE, -item[3], item[0]))
+        results[key] = RelatedResult(
+            related=[
+                RelatedMemory(memories[memory_id], relation, score, signals)
+                for memory_id, signals, relation, score in items[:MAX_RELATED]
+                if memory_id in memories
+            ]
+        )
+    return results
+
+
+def _candidates(cursor, owner_id: int, probes: Sequence[Probe], include_proposals: bool):
+    """Rows (probe key, memory id, content, entities, lexemes, probe lexemes, cosine).
+
+    One statement for every probe: the nearest stored vectors, the memories
+    sharing an entity, and those sharing the most lexemes (from the postings,
+    which hold active memories only); with ``include_proposals``, the owner's
+    proposals that are near or share a lexeme as well.
+    """
+    payload = [
+        {
+            "key": probe.key,
+            "content": clean_query(probe.content),
+            "entities": [entity.strip().lower() for entity in probe.entities if entity.strip()],
+            "embedding": vector_literal(probe.embedding) if probe.embedding else None,
+            "exclude": list(probe.exclude),
+        }
+        for probe in probes
+    ]
+    statuses = ["active", "proposed"] if include_proposals else ["active"]
+    proposals_source = (
+        f"""
+            UNION
+            (SELECT m.id FROM {MEMORY_TABLE} m
+             WHERE m.owner_id = %(owner_id)s AND m.status = 'proposed'
+               AND (coalesce(tsvector_to_array(m.tsv), '{{}}') && p.lexemes
+                    OR 1 - (m.embedding <=> p.embedding) >= %(proposal_min_cosine)s)
+             ORDER BY m.embedding <=> p.embedding NULLS LAST, m.id DESC
+             LIMIT %(per_source)s)
+        """
+        if include_proposals
+        else ""
+    )
+    cursor.execute(
+        f"""
+        WITH probes AS MATERIALIZED (
+            SELECT (j->>'key')::bigint AS key,
+                   j->>'content' AS content,
+                   ARRAY(SELECT jsonb_array_elements_text(j->'entities')) AS entities,
+                   (j->>'embedding')::vector AS embedding,
+                   ARRAY(SELECT jsonb_array_elements_text(j->'exclude'))::bigint[] AS exclude,
+                   coalesce(tsvector_to_array(to_tsvector('english', j->>'content')), '{{}}')
+                       AS lexemes
+            FROM jsonb_array_elements(%(probes)s::jsonb) AS j
+        ),
+        candidates AS (
+            SELECT DISTINCT p.key, c.id FROM probes p CROSS JOIN LATERAL (
+                (SELECT m.id FROM {MEMORY_TABLE} m
+                 WHERE p.embedding IS NOT NULL AND m.owner_id = %(owner_id)s
+                   AND m.status = 'active' AND m.embedding IS NOT NULL
+                 ORDER BY m.embedding <=> p.embedding, m.id
+                 LIMIT %(per_source)s)
+                UNION
+                (SELECT t.memory_id FROM {POSTING_TABLE} t
+                 WHERE t.owner_id = %(owner_id)s AND t.kind = 'e' AND t.term = ANY(p.entities)
+                 GROUP BY t.memory_id ORDER BY count(*) DESC, t.memory_id DESC
+                 LIMIT %(per_source)s)
+                UNION
+                (SELECT t.memory_id FROM {POSTING_TABLE} t
+                 WHERE t.owner_id = %(owner_id)s AND t.kind = 'l' AND t.term = ANY(p.lexemes)
+                 GROUP BY t.memory_id ORDER BY count(*) DESC, min(t.length), t.memory_id DESC
+                 LIMIT %(per_source)s)
+                {proposals_source}
+            ) AS c(id)
+            WHERE c.id <> ALL(p.exclude)
+        )
+        SELECT p.key, m.id, m.content, m.entity_refs,
+               coalesce(tsvector_to_array(m.tsv), '{{}}'), p.lexemes,
+               CASE WHEN p.embedding IS NOT NULL AND m.embedding IS NOT NULL
+                    THEN 1 - (m.embedding <=> p.embedding) END
+        FROM candidates c
+        JOIN probes p ON p.key = c.key
+        JOIN {MEMORY_TABLE} m ON m.id = c.id
+        WHERE m.owner_id = %(owner_id)s AND m.status = ANY(%(statuses)s)
+        """,
+        {
+            "probes": json.dumps(payload),
+            "owner_id": owner_id,
+            "per_source": CANDIDATES_PER_SOURCE,
+            "statuses": statuses,
+            "proposal_min_cosine": UPDATE_MIN_COSINE_CHANGED,
+        },
+    )
+    return cursor.fetchall()

@@ -1,0 +1,46 @@
+"""`python manage.py find_entities`: entities for memories written without any."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from memories.models import Memory
+from retrieval.entities import fill_missing_entities
+
+
+class Command(BaseCommand):
+    help = (
+        "Find entities for every memory that has none (written before the store found them "
+        "by itself): names the owner's memories already carry, and proper nouns."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--owner", help="Only this owner's memories (username).")
+        parser.add_argument(
+            "--dry-run", action="store_true", help="Count what would be filled; write nothing."
+        )
+
+    def handle(self, *args, owner: str | None = None, dry_run: bool = False, **options) -> None:
+        owner_id = None
+        if owner:
+            user = get_user_model().objects.filter(username=owner).first()
+            if user is None:
+                raise CommandError(f"No owner named {owner!r}.")
+            owner_id = user.pk
+        missing = Memory.objects.filter(entity_refs=[])
+        if owner_id is not None:
+            missing = missing.filter(owner_id=owner_id)
+        # disable=None: no bar when the output is not a terminal.
+        with tqdm(
+            total=missing.count(), unit=" memories", file=self.stderr._out, disable=None
+        ) as bar:
+            looked_at, filled = fill_missing_entities(
+                owner_id, dry_run=dry_run, on_batch=lambda done: bar.update(done - bar.n)
+            )
+        verb = "Would give" if dry_run else "Gave"
+        self.stdout.write(
+            f"{verb} {filled} of {looked_at} memories without entities the entities "
+            "their text names."
+        )

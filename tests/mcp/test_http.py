@@ -1,0 +1,67 @@
+"""`timothy-mcp --transport http`: streamable HTTP on a loopback port, driven by the
+MCP SDK's own client, against a real running service."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+
+from mcp import Client
+
+from tests.mcp.helpers import TIMOTHY_MCP, TOOLS, http_server, run_async, structured
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TIMOTHY_", "DJANGO_"))}
+    env.update(extra)
+    return env
+
+
+def test_it_serves_the_tools_over_streamable_http(timothy, owner, tmp_path):
+    _, token = owner
+    marker = uuid.uuid4().hex[:6]
+    env = server_env(TIMOTHY_URL=timothy.public_url, TIMOTHY_TOKEN=token)
+    outcome: dict = {}
+
+    async def session(url: str) -> None:
+        async with Client(url, read_timeout_seconds=120) as client:
+            outcome["tools"] = {tool.name for tool in (await client.list_tools()).tools}
+            outcome["remembered"] = structured(
+                await client.call_tool(
+                    "remember", {"content": f"Sails a dinghy named {marker}.", "type": "semantic"}
+                )
+            )
+            outcome["recall"] = structured(
+                await client.call_tool("recall", {"query": f"What is the dinghy {marker} called?"})
+            )
+
+    with http_server(env, tmp_path / "mcp-http.log") as url:
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+        run_async(session, url)
+
+    assert outcome["tools"] == TOOLS
+    assert outcome["remembered"]["status"] == "active"
+    assert f"Sails a dinghy named {marker}." in outcome["recall"]["block"]
+    assert [m["id"] for m in outcome["recall"]["memories"]] == [outcome["remembered"]["id"]]
+
+
+def test_it_listens_only_on_loopback():
+    env = server_env(TIMOTHY_TOKEN="tm_token")
+    result = subprocess.run(
+        [TIMOTHY_MCP, "--transport", "http", "--host", "0.0.0.0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert "only loopback addresses" in result.stderr
+
+
+def test_it_says_which_variable_is_missing():
+    result = subprocess.run(
+        [TIMOTHY_MCP], env=server_env(), capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 2
+    assert "set TIMOTHY_TOKEN" in result.stderr
