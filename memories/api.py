@@ -148,7 +148,17 @@ def run_recall(owner, params: dict) -> Response:
         )
     except ValueError as exc:
         raise ApiError(status.HTTP_400_BAD_REQUEST, "invalid_request", str(exc))
-    return Response(result.to_dict())
+    response = Response(result.to_dict())
+    response["Server-Timing"] = server_timing(result)
+    return response
+
+
+def server_timing(result) -> str:
+    """Where the recall's time went, for browsers' and benchmarks' eyes (W3C Server-Timing)."""
+    stages = [(name, result.timings.get(name)) for name in ("embed", "legs", "fuse", "pack")]
+    stages += [(f"leg-{name}", report.ms) for name, report in result.legs.items()]
+    stages.append(("recall", result.ms))
+    return ", ".join(f"{name};dur={ms:.2f}" for name, ms in stages if ms is not None)
 
 
 # --- reading helpers ---------------------------------------------------------------------

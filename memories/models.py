@@ -128,6 +128,13 @@ class MemoryQuerySet(models.QuerySet):
     def heads(self) -> MemoryQuerySet:
         return self.filter(superseded_by__isnull=True)
 
+    def awaiting_embedding(self) -> MemoryQuerySet:
+        """Rows that retrieval can reach (active now, or once confirmed) and
+        that have no vector yet."""
+        return self.filter(
+            status__in=(Memory.Status.ACTIVE, Memory.Status.PROPOSED), embedding__isnull=True
+        )
+
     def matching(self, text: str) -> MemoryQuerySet:
         """Memories whose content matches a search, the same for the pages and the API.
 
@@ -264,6 +271,13 @@ class Memory(models.Model):
             ),
             models.Index(fields=["owner", "status", "-created_at"], name="memory_owner_status"),
             models.Index(fields=["owner", "session_id"], name="memory_owner_session"),
+            # awaiting_embedding(): counted on the home page, read every minute
+            # by the embedding catch-up; small, since most rows have a vector.
+            models.Index(
+                fields=["owner", "id"],
+                name="memory_awaiting_embedding",
+                condition=Q(embedding__isnull=True, status__in=["active", "proposed"]),
+            ),
             models.Index(fields=["superseded_by"], name="memory_superseded_by"),
         ]
         constraints = [

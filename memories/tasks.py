@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-import io
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 from django.dispatch import receiver
+from django.utils import timezone
 
 from memories import extraction, llm
 from memories.models import Memory
@@ -16,12 +20,19 @@ from retrieval.embeddings import EmbeddingError, get_provider
 
 logger = logging.getLogger(__name__)
 
+# The scheduled catch-up leaves memories younger than this to their own
+# embedding task, which is most likely still queued.
+CATCH_UP_GRACE = timedelta(minutes=1)
+# pg_try_advisory_lock key: one embedding catch-up at a time.
+CATCH_UP_LOCK = 0x7469_6D65  # "time"
+
 
 def embed_memory(memory_id: int) -> bool:
     """Compute a memory's embedding if it has none; True when one was stored.
 
     A failing provider is logged and leaves the memory without a vector: it is
-    still found by text and entity, and `reembed --missing-only` catches up.
+    still found by text and entity, and the catch-up (every minute) or
+    `reembed --missing-only` gives it one later.
     """
     provider = get_provider()
     if provider is None:
@@ -92,22 +103,80 @@ def consolidate_daily() -> str:
     return summary
 
 
-def embed_missing() -> str:
-    """Give a vector to every active or proposed memory that has none.
+def embed_missing(min_age: timedelta = timedelta(0)) -> str:
+    """Give a vector to every active or proposed memory that has none and was
+    written at least ``min_age`` ago; a one-line summary.
 
-    Catches up on embedding tasks lost to a restart (a task the worker had
-    claimed when it stopped) and on imports, which queue none. `make run`
-    queues it at every start.
+    Catches up on embedding tasks that were lost (a worker killed while it held
+    one, a database stop while it stored the vector) and on imports, which
+    queue none. `make run` queues it at every start; ``catch_up_embeddings``
+    runs it every minute. One run at a time: a second one returns at once.
     """
-    from django.core.management import call_command
-
-    if get_provider() is None:
+    provider = get_provider()
+    if provider is None:
         return "no embedding provider"
-    out = io.StringIO()
-    call_command("reembed", "--missing-only", stdout=out, stderr=io.StringIO())
-    summary = out.getvalue().strip().splitlines()[-1] if out.getvalue().strip() else ""
-    logger.info("Embedding catch-up: %s", summary)
+    with _advisory_lock(CATCH_UP_LOCK) as alone:
+        if not alone:
+            return "another embedding catch-up is running"
+        cutoff = timezone.now() - min_age
+        waiting = Memory.objects.awaiting_embedding().filter(created_at__lte=cutoff)
+        total = waiting.count()
+        embedded, error = _embed_all(provider, waiting.order_by("pk"))
+    if not total:
+        return "no memory is waiting for a vector"
+    summary = f"{total} waiting for a vector, {embedded} embedded"
+    if error:
+        summary += f", then stopped ({error}); the next run continues"
+        logger.warning("Embedding catch-up: %s", summary)
+    else:
+        logger.info("Embedding catch-up: %s", summary)
     return summary
+
+
+def catch_up_embeddings() -> str:
+    """The scheduled catch-up (every minute): memories older than the grace,
+    whose own embedding task would have run by now."""
+    return embed_missing(min_age=CATCH_UP_GRACE)
+
+
+def _embed_all(provider, rows) -> tuple[int, str]:
+    from memories.management.commands.reembed import Command as Reembed
+
+    embedded = 0
+    last_id = 0
+    while True:
+        batch = list(
+            rows.filter(pk__gt=last_id).values_list("pk", "content")[
+                : settings.EMBEDDING_BATCH_SIZE
+            ]
+        )
+        if not batch:
+            return embedded, ""
+        try:
+            vectors = provider.embed([content for _, content in batch])
+            Reembed.store(batch, vectors, missing_only=True)
+        except (EmbeddingError, DatabaseError) as error:
+            return embedded, str(error).strip()
+        embedded += len(batch)
+        last_id = batch[-1][0]
+
+
+@contextmanager
+def _advisory_lock(key: int) -> Iterator[bool]:
+    """A PostgreSQL session lock: True if we hold it. A worker that dies loses
+    its session, and the lock with it."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        held = cursor.fetchone()[0]
+    try:
+        yield held
+    finally:
+        if held:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+            except DatabaseError:
+                pass  # the session is gone, and its lock with it
 
 
 @receiver(memory_written, dispatch_uid="memories.tasks.queue_embedding")

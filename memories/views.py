@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import wraps
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -157,6 +158,12 @@ def home(request: HttpRequest) -> HttpResponse:
             "statuses": Memory.Status.choices,
             "total": sum(counts.values()),
             "waiting": sum(n for (s, _), n in counts.items() if s == Memory.Status.PROPOSED),
+            # Found by text and entity meanwhile; the worker's catch-up embeds them.
+            "awaiting_vector": (
+                memories.awaiting_embedding().count()
+                if settings.EMBEDDING_PROVIDER != "none"
+                else 0
+            ),
             "events": events,
             "add_form": MemoryAddForm(),
         },

@@ -15,6 +15,7 @@ as of ``as_of``:
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from datetime import datetime
@@ -109,6 +110,14 @@ def compact_corpus_sums() -> None:
 BM25_CORPUS_STATS_TTL = BM25_CORPUS_STATS_TTL_SECONDS
 
 
+# Below this many matching postings the query is ranked in one statement;
+# above it, exact top-k pruning (below) spares aggregating most of them. A
+# module variable so the test suite can force the pruned path on small data.
+PRUNE_MIN_POSTINGS = 2000
+# Bounds are compared with this much slack for floating-point rounding.
+BOUND_SLACK = 1e-9
+
+
 def bm25_scores(
     cursor,
     owner_id: int,
@@ -123,6 +132,17 @@ def bm25_scores(
 
     Equal scores go most recently confirmed first: with nothing else to tell
     them apart, the newer memory is the better guess.
+
+    Exact top-k pruning (MaxScore): a lexeme's contribution to any memory is
+    at most its IDF times the term-frequency part at its highest frequency and
+    shortest memory, both read with its document count. Memories that hold
+    none of the rarest lexemes can score at most the sum of the other
+    lexemes' bounds; once the ``top``-th best score among the memories that do
+    hold one (each scored over every lexeme) is above that sum, no other
+    memory can enter the answer, and the frequent lexemes' postings are read
+    only for those candidates. Otherwise one more lexeme joins the rare ones,
+    up to half the matching postings; past that, every match is ranked at
+    once. The answer is the same, score for score, as ranking every match.
     """
     lexemes = query_lexemes(cursor, query)
     if not lexemes:
@@ -139,6 +159,10 @@ def bm25_scores(
         "top": top,
         "types": list(types or ()),
     }
+    if len(lexemes) > 1:
+        pruned = _pruned_scores(cursor, params)
+        if pruned is not None:
+            return pruned
     # N and n count every active memory; only the answer is filtered by type.
     type_filter = "WHERE p.type = ANY(%(types)s)" if types else ""
     # The owner's postings of the query's lexemes (retrieval.models.Posting): an
@@ -158,11 +182,7 @@ def bm25_scores(
               AND t.term = ANY(%(lexemes)s::text[]) AND t.created_at <= %(as_of)s
         ),
         containing AS (SELECT lexeme, count(*)::float8 AS documents FROM postings GROUP BY lexeme)
-        SELECT p.id, sum(
-            ln(1 + (c.documents - n.documents + 0.5) / (n.documents + 0.5))
-            * p.frequency * (%(k1)s + 1)
-            / (p.frequency + %(k1)s * (1 - %(b)s + %(b)s * p.length / c.average_length))
-        ) AS score
+        SELECT p.id, sum({SCORE_SQL}) AS score
         FROM postings p
         JOIN containing n USING (lexeme)
         CROSS JOIN corpus c
@@ -174,3 +194,87 @@ def bm25_scores(
         params,
     )
     return [(memory_id, float(score)) for memory_id, score in cursor.fetchall()]
+
+
+# One posting's share of its memory's score; the same expression on both paths,
+# so that both add the same numbers in the same order.
+SCORE_SQL = """
+            ln(1 + (c.documents - n.documents + 0.5) / (n.documents + 0.5))
+            * p.frequency * (%(k1)s + 1)
+            / (p.frequency + %(k1)s * (1 - %(b)s + %(b)s * p.length / c.average_length))
+"""
+
+
+def _pruned_scores(cursor, params: dict) -> list[tuple[int, float]] | None:
+    """The answer by MaxScore pruning, or None when it would not save anything."""
+    cursor.execute(
+        f"""
+        SELECT t.term, count(*)::float8, max(t.frequency), min(t.length)
+        FROM {POSTING_TABLE} t
+        WHERE t.owner_id = %(owner_id)s AND t.kind = '{Posting.Kind.LEXEME}'
+          AND t.term = ANY(%(lexemes)s::text[]) AND t.created_at <= %(as_of)s
+        GROUP BY t.term
+        """,
+        params,
+    )
+    found = cursor.fetchall()
+    total = sum(count for _, count, _, _ in found)
+    if len(found) < 2 or total < PRUNE_MIN_POSTINGS:
+        return None
+    documents = params["documents"]
+    average_length = max(params["average_length"], 1.0)
+    k1, b = params["k1"], params["b"]
+    bounds = {}
+    for term, count, frequency, length in found:
+        idf = math.log(1 + (documents - count + 0.5) / (count + 0.5))
+        tf = frequency * (k1 + 1) / (frequency + k1 * (1 - b + b * length / average_length))
+        bounds[term] = max(0.0, idf * tf) * (1 + BOUND_SLACK)
+    counts = {term: count for term, count, _, _ in found}
+    # Rarest (highest bound) first: their memories are the likeliest winners.
+    order = sorted(bounds, key=lambda term: (-bounds[term], counts[term], term))
+    terms = [term for term, _, _, _ in found]
+    scoring = dict(params, terms=terms, term_documents=[counts[term] for term in terms])
+    type_filter = "AND t.type = ANY(%(types)s)" if params["types"] else ""
+    for size in range(1, len(order)):
+        essential = order[:size]
+        rest_bound = sum(bounds[term] for term in order[size:])
+        if sum(counts[term] for term in essential) * 2 > total:
+            return None  # reading half the postings anyway: rank them all at once
+        cursor.execute(
+            f"""
+            WITH corpus AS (
+                SELECT %(documents)s::float8 AS documents,
+                       greatest(%(average_length)s::float8, 1) AS average_length
+            ),
+            candidates AS MATERIALIZED (
+                SELECT DISTINCT t.memory_id FROM {POSTING_TABLE} t
+                WHERE t.owner_id = %(owner_id)s AND t.kind = '{Posting.Kind.LEXEME}'
+                  AND t.term = ANY(%(essential)s::text[]) AND t.created_at <= %(as_of)s
+                  {type_filter}
+            ),
+            postings AS MATERIALIZED (
+                SELECT t.memory_id AS id, t.type, t.length, t.term AS lexeme, t.frequency,
+                       {POSTING_REFERENCE_TIME_SQL} AS reference_time
+                FROM {POSTING_TABLE} t
+                WHERE t.owner_id = %(owner_id)s AND t.kind = '{Posting.Kind.LEXEME}'
+                  AND t.term = ANY(%(lexemes)s::text[]) AND t.created_at <= %(as_of)s
+                  AND t.memory_id IN (SELECT memory_id FROM candidates)
+            ),
+            containing AS (
+                SELECT * FROM unnest(%(terms)s::text[], %(term_documents)s::float8[])
+                    AS s(lexeme, documents)
+            )
+            SELECT p.id, sum({SCORE_SQL}) AS score
+            FROM postings p
+            JOIN containing n USING (lexeme)
+            CROSS JOIN corpus c
+            GROUP BY p.id
+            ORDER BY score DESC, max(p.reference_time) DESC, p.id DESC
+            LIMIT %(top)s
+            """,
+            dict(scoring, essential=essential),
+        )
+        ranked = [(memory_id, float(score)) for memory_id, score in cursor.fetchall()]
+        if len(ranked) == params["top"] and ranked[-1][1] > rest_bound:
+            return ranked
+    return None

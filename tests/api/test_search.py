@@ -132,6 +132,19 @@ def test_it_rejects_a_bad_search_body(alice_api, body, field):
     assert field in error["details"]
 
 
+def test_it_says_where_the_time_went_in_a_server_timing_header(alice_api, seats):
+    response = alice_api.post(SEARCH, {"query": "Which seat do I like on long flights?"})
+    assert response.status_code == 200, response.text
+    stages = dict(
+        part.strip().split(";dur=") for part in response.headers["Server-Timing"].split(",")
+    )
+    assert {"embed", "legs", "fuse", "pack", "leg-text", "leg-entity", "recall"} <= set(stages)
+    assert float(stages["recall"]) == pytest.approx(response.json()["ms"], abs=0.01)
+    assert float(stages["leg-text"]) == pytest.approx(
+        response.json()["legs"]["text"]["ms"], abs=0.01
+    )
+
+
 @pytest.mark.django_db
 def test_the_search_api_replays_the_past(alice_api, alice):
     old = Memory.remember(alice, "Ana lives in Lisbon.", Memory.Type.SEMANTIC)

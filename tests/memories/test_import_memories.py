@@ -159,6 +159,9 @@ BAD_LINES = [
     ({**GOOD, "embedding": [0.1, 0.2, 0.3]}, "embedding has 3 dimensions; this service stores"),
     ({**GOOD, "embedding": ["a"] * settings.EMBEDDING_DIMENSIONS}, "list of numbers"),
     ({**GOOD, "embedding": [1e39] * settings.EMBEDDING_DIMENSIONS}, "too large"),
+    ({**GOOD, "embedding": [10**400] * settings.EMBEDDING_DIMENSIONS}, "too large"),
+    ({**GOOD, "embedding": [True] * settings.EMBEDDING_DIMENSIONS}, "list of numbers"),
+    ({**GOOD, "embedding": [None] * settings.EMBEDDING_DIMENSIONS}, "list of numbers"),
     (
         '{"content": "a", "type": "semantic", "embedding": ['
         + ", ".join(["1e309"] * settings.EMBEDDING_DIMENSIONS)

@@ -297,3 +297,78 @@ def test_it_ranks_entities_exactly_as_over_the_memory_rows(alice, corpus, query)
             with connection.cursor() as cursor:
                 found = entity_leg(cursor, request)
             assert [memory_id for memory_id, _ in found] == expected
+
+
+@pytest.fixture
+def skewed(alice, bob):
+    """A few rare words among very common ones: where pruning has something to skip."""
+    picker = random.Random(9)
+    now = timezone.now()
+    common = ["prefer", "usually", "always", "like"]
+    rare = ["espresso", "tomato", "piano", "Lisbon", "aisle"]
+    rows = []
+    for i in range(900):
+        words = picker.sample(common, picker.randint(1, 3))
+        if picker.random() < 0.08:
+            words += picker.sample(rare, picker.randint(1, 2))
+        words *= 1 + (i % 7 == 0)  # some repeat themselves
+        created = now - timedelta(days=picker.randint(0, 400))
+        rows.append(
+            Memory(
+                owner=alice if i % 9 else bob,
+                type=picker.choice(list(Memory.Type)),
+                content=" ".join(words),
+                status=Memory.Status.ACTIVE if i % 10 else Memory.Status.ARCHIVED,
+                created_at=created,
+                last_confirmed_at=created + timedelta(days=i % 40) if i % 3 else None,
+            )
+        )
+    Memory.objects.bulk_create(rows)
+    return now
+
+
+SKEWED_QUERIES = [
+    "Do I usually prefer espresso?",
+    "I always like tomato and piano",
+    "aisle in Lisbon, as I prefer",
+    "prefer usually always like",
+    "espresso",
+]
+
+
+@pytest.mark.parametrize("query", SKEWED_QUERIES)
+def test_it_prunes_to_exactly_the_ranking_of_every_match(alice, skewed, query, monkeypatch):
+    from retrieval import bm25
+
+    for as_of in (skewed, skewed - timedelta(days=100)):
+        for types in (None, ("semantic", "preference")):
+            for top, b in ((30, TEXT_BM25_B), (20, 0.75), (5, TEXT_BM25_B)):
+                with connection.cursor() as cursor:
+                    monkeypatch.setattr(bm25, "PRUNE_MIN_POSTINGS", 10**9)
+                    every = bm25_scores(cursor, alice.pk, query, as_of, types=types, top=top, b=b)
+                    monkeypatch.setattr(bm25, "PRUNE_MIN_POSTINGS", 0)
+                    pruned = bm25_scores(cursor, alice.pk, query, as_of, types=types, top=top, b=b)
+                assert pruned == every  # ids, order and scores, to the last bit
+                assert every
+
+
+def test_it_prunes_the_common_words_of_a_query_with_a_rare_one(alice, skewed, monkeypatch):
+    from retrieval import bm25
+    from retrieval.lexemes import query_lexemes
+
+    monkeypatch.setattr(bm25, "PRUNE_MIN_POSTINGS", 0)
+    with connection.cursor() as cursor:
+        documents, average = bm25.corpus_statistics(cursor, alice.pk, skewed)
+        params = {
+            "documents": documents,
+            "average_length": average,
+            "owner_id": alice.pk,
+            "as_of": skewed,
+            "lexemes": query_lexemes(cursor, "Do I usually prefer espresso?"),
+            "k1": BM25_K1,
+            "b": TEXT_BM25_B,
+            "top": 5,
+            "types": [],
+        }
+        pruned = bm25._pruned_scores(cursor, params)
+    assert pruned is not None and len(pruned) == 5

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from memories import consolidation
+from memories.management.base import SchemaCommand
 
 
-class Command(BaseCommand):
+class Command(SchemaCommand):
     help = "Consolidate memories: merge near-duplicates, archive stale events, decay stale facts."
 
     def add_arguments(self, parser) -> None:

@@ -6,13 +6,14 @@ The secret is the last line of the output, so scripts can take it with `tail -n 
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import transaction
 
+from memories.management.base import SchemaCommand
 from memories.models import ApiToken
 
 
-class Command(BaseCommand):
+class Command(SchemaCommand):
     help = "Create an API token for USERNAME (creating the user if needed); prints it last."
 
     def add_arguments(self, parser) -> None:

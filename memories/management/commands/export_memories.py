@@ -9,12 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from memories.io import export_lines
+from memories.management.base import SchemaCommand
 
 
-class Command(BaseCommand):
+class Command(SchemaCommand):
     help = "Export every memory of an owner as JSON Lines (to FILE, or stdout)."
 
     def add_arguments(self, parser) -> None:

@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from memories.io import PROGRESS_MIN_BYTES, import_memories
+from memories.management.base import SchemaCommand
 
 
-class Command(BaseCommand):
+class Command(SchemaCommand):
     help = "Import memories for an owner from a JSON Lines file ('-' reads stdin)."
 
     def add_arguments(self, parser) -> None:
@@ -56,6 +57,9 @@ class Command(BaseCommand):
         for error in result.errors:
             self.stderr.write(str(error))
         summary = f"Imported {result.imported} memories for {owner}"
+        timing = f" in {result.write_seconds:.1f} s"
+        if result.index_seconds is not None:
+            timing += f", then built the vector index in {result.index_seconds:.1f} s"
         if result.failed:
             raise CommandError(f"{summary}; {result.failed} lines failed (listed above).")
-        self.stdout.write(summary + ".")
+        self.stdout.write(summary + timing + ".")

@@ -9,7 +9,6 @@ percentiles of the whole call and of each leg, and drops the database unless
 
 from __future__ import annotations
 
-import os
 import random
 import statistics
 import time
@@ -28,8 +27,10 @@ from tqdm import tqdm
 
 from memories.models import Memory
 from retrieval import legs
+from retrieval.benchmarking import describe_load, load_average, percentile
 from retrieval.constants import PIPELINES
-from retrieval.recall import recall
+from retrieval.index import build_settings
+from retrieval.recall import drain_stamps, recall
 from timothy.scratch import create_database, database_exists, drop_database, drop_secondary_indexes
 
 BENCH_OWNER_PREFIX = "bench-owner-"
@@ -210,14 +211,6 @@ QUERY_TEMPLATES = (
 )
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    index = min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))
-    return ordered[index]
-
-
 class Synthesizer:
     """Clustered memories: a topic decides the words and the embedding's neighbourhood."""
 
@@ -318,6 +311,10 @@ class Command(BaseCommand):
                 self._fill(synthesizer, options["owners"], options["memories"])
             self._run_queries(synthesizer, options)
         finally:
+            # The last recalls' stamps are still being written on a background
+            # thread: they must land in the scratch database before the alias
+            # points back at the service's own (where those ids are other rows).
+            drain_stamps()
             connections.close_all()
             alias_settings["NAME"] = original
             if not options["keep"]:
@@ -377,14 +374,18 @@ class Command(BaseCommand):
         )
         started = time.perf_counter()
         with connection.cursor() as cursor:
-            cursor.execute("SET maintenance_work_mem = '4GB'")
-            cursor.execute("SET max_parallel_maintenance_workers = 1")
-            for _name, definition in tqdm(indexes, desc="indexes", unit="index"):
+            for setting, value in build_settings(total).items():
+                cursor.execute("SELECT set_config(%s, %s, false)", [setting, value])
+            for name, definition in tqdm(indexes, desc="indexes", unit="index"):
+                step = time.perf_counter()
                 cursor.execute(definition)
+                self.stdout.write(f"  index {name}: {time.perf_counter() - step:.1f} s")
             cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER {ENTITY_TRIGGER}")
             cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER {POSTINGS_TRIGGER}")
             cursor.execute("SELECT timothy_rebuild_owner_entities()")
+            step = time.perf_counter()
             cursor.execute("SELECT timothy_rebuild_postings()")
+            self.stdout.write(f"  postings: {time.perf_counter() - step:.1f} s")
             cursor.execute(f"VACUUM ANALYZE {table}")
             cursor.execute("VACUUM ANALYZE retrieval_ownerentity")
             # The legs read postings by index-only scans: these need the visibility map.
@@ -458,7 +459,7 @@ class Command(BaseCommand):
             topic = self._query_topic(synthesizer, owner_id)
             embedding = synthesizer.embeddings(np.array([topic]), QUERY_NOISE)[0].tolist()
             planned.append((owner_objects[owner_id], synthesizer.query_text(topic), embedding))
-        load_before = os.getloadavg()[0]
+        load_before = load_average()
         totals: list[float] = []
         per_leg: dict[str, list[float]] = {}
         counts: list[int] = []
@@ -484,8 +485,8 @@ class Command(BaseCommand):
                 tally = statuses.setdefault(name, {})
                 tally[report.status] = tally.get(report.status, 0) + 1
         self.stdout.write(
-            f"machine: {os.cpu_count()} cores, load average {load_before:.1f} before the "
-            f"queries, {os.getloadavg()[0]:.1f} after (above the core count: contended run)"
+            f"machine: load average {describe_load(load_before)} before the queries; "
+            f"{describe_load(load_average())} after"
         )
         self.stdout.write(f"vector leg exact scan up to {legs.VECTOR_EXACT_SCAN_MAX_ROWS} rows")
         self.stdout.write(

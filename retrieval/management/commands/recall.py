@@ -6,14 +6,27 @@ import json
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from memories.management.base import SchemaCommand
 from retrieval.constants import PIPELINES, PROFILES
+from retrieval.embeddings import get_provider
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
 
 
-class Command(BaseCommand):
+def load_embedding_model() -> None:
+    """Load a local model before recall starts: loading takes seconds, longer than
+    the vector leg may take, so a one-shot command would otherwise lose that leg."""
+    try:
+        warm_up = getattr(get_provider(), "warm_up", None)
+    except Exception:
+        return  # recall reports an unusable provider in the vector leg
+    if warm_up is not None:
+        warm_up()
+
+
+class Command(SchemaCommand):
     help = "Recall an owner's memories for QUERY and print the fenced block (or --json)."
 
     def add_arguments(self, parser) -> None:
@@ -40,6 +53,7 @@ class Command(BaseCommand):
                 as_of = datetime.fromisoformat(options["as_of"])
             except ValueError:
                 raise CommandError(f"--as-of is not an ISO-8601 time: {options['as_of']!r}.")
+        load_embedding_model()
         try:
             result = recall(
                 owner,

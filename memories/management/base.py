@@ -1,0 +1,42 @@
+"""The base of every command that reads or writes the service's tables."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError, connection
+from django.db.migrations.executor import MigrationExecutor
+
+
+def schema_problem() -> str | None:
+    """One sentence saying what to run when the tables are missing or behind
+    the code (or the server cannot be reached); None when all is in place."""
+    try:
+        executor = MigrationExecutor(connection)
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        applied = executor.loader.applied_migrations
+    except DatabaseError as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        return f"Cannot reach the PostgreSQL server: {first_line}"
+    if not pending:
+        return None
+    if not applied:
+        return (
+            "The database has no tables yet: run `make run` once first (it creates them "
+            "and the owner account), or `.venv/bin/python manage.py migrate`."
+        )
+    return (
+        f"The database is {len(pending)} migration(s) behind this version of Timothy "
+        "Memory: run `.venv/bin/python manage.py migrate` (or `make run`, which migrates) "
+        "first."
+    )
+
+
+class SchemaCommand(BaseCommand):
+    """Stops with one sentence, not a traceback, when the tables are not there
+    yet (a command run before the first `make run`) or are behind the code."""
+
+    def execute(self, *args, **options):
+        problem = schema_problem()
+        if problem:
+            raise CommandError(problem)
+        return super().execute(*args, **options)

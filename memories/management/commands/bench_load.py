@@ -1,0 +1,335 @@
+"""Load test: concurrent clients against `make run` on a scratch database.
+
+Fills a scratch database on the same server with one owner's synthetic
+memories (the fill of ``bench_recall``), starts ``manage.py serve`` on it (the
+gunicorn, worker and settings of `make run`, on free ports), and runs
+``--clients`` threads for ``--seconds``, each sending searches and writes
+(``--write-share`` of them writes) through its own API token. Prints latency
+percentiles per kind, throughput, answers by status, and checks that every
+acknowledged write is in the database. Fails (exit 1) on any 5xx, any request
+left without an answer, or a lost write. docs/reliability.md has the figures.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import requests
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection, connections
+
+from memories.management.commands.serve import WEB_THREADS
+from memories.models import ApiToken, Memory
+from retrieval.management.commands.bench_recall import (
+    BENCH_OWNER_PREFIX,
+    TOPICS,
+    TYPES,
+    Synthesizer,
+    percentile,
+)
+from retrieval.management.commands.bench_recall import Command as BenchRecall
+from timothy.drill import HTTP_TIMEOUT, ServeProcess, service_env, wait_for
+from timothy.scratch import create_database, database_exists, drop_database
+
+# Seconds serve may take to start (migrate, load the model, fork gunicorn).
+START_SECONDS = 300
+# Searches in a row with every leg answering before the load begins: each
+# gunicorn worker loads its own embedding model.
+WARM_SEARCHES = 6
+
+
+@dataclass
+class Answer:
+    kind: str
+    status: int | str
+    ms: float
+    measured: bool
+    # A search's retrieval legs that failed or ran out of time (e.g. "vector timeout").
+    degraded_legs: tuple[str, ...] = ()
+
+
+def scratch_database_url(name: str) -> str:
+    """The URL of database ``name`` on the server the service uses."""
+    config = connection.settings_dict
+    host = config["HOST"] or config["OPTIONS"].get("host", "")
+    user = quote(config["USER"] or "", safe="")
+    password = quote(config["PASSWORD"] or "", safe="")
+    credentials = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    if host.startswith("/"):
+        location = quote(host, safe="")  # a Unix socket folder
+    else:
+        location = host + (f":{config['PORT']}" if config["PORT"] else "")
+    return f"postgresql://{credentials}{location}/{quote(name, safe='')}"
+
+
+class Command(BaseCommand):
+    help = "Load-test make run's gunicorn with concurrent searches and writes on a scratch store."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--memories", type=int, default=100_000, help="memories of the owner")
+        parser.add_argument("--clients", type=int, default=32)
+        parser.add_argument("--seconds", type=float, default=60.0, help="measured duration")
+        parser.add_argument(
+            "--warmup", type=float, default=10.0, help="seconds of unmeasured load first"
+        )
+        parser.add_argument("--write-share", type=float, default=0.2)
+        parser.add_argument(
+            "--web-workers",
+            type=int,
+            default=int(os.environ.get("TIMOTHY_WEB_WORKERS", "2")),
+            help="gunicorn worker processes, as make run (default 2)",
+        )
+        parser.add_argument("--database", default="timothy_load", help="scratch database name")
+        parser.add_argument("--keep", action="store_true", help="keep the scratch database")
+        parser.add_argument("--reuse", action="store_true", help="reuse a kept scratch database")
+        parser.add_argument("--seed", type=int, default=7)
+
+    def handle(self, *args, **options) -> None:
+        database = options["database"]
+        alias = connections.settings["default"]
+        original = alias["NAME"]
+        if database == original:
+            raise CommandError("The scratch database must not be the service's own database.")
+        exists = database_exists(database)
+        if exists and not options["reuse"]:
+            self._drop(database)
+            exists = False
+        if not exists:
+            create_database(database)
+        url = scratch_database_url(database)
+        connections.close_all()
+        alias["NAME"] = database
+        try:
+            if not exists:
+                call_command("migrate", verbosity=0)
+                filler = BenchRecall(stdout=self.stdout, stderr=self.stderr)
+                synthesizer = Synthesizer(options["seed"], settings.EMBEDDING_DIMENSIONS)
+                filler._fill(synthesizer, 1, options["memories"])
+            owner = get_user_model().objects.get(username=f"{BENCH_OWNER_PREFIX}0")
+            stored = Memory.objects.for_owner(owner).count()
+            tokens = [
+                ApiToken.issue(owner, f"load client {n}")[1] for n in range(options["clients"])
+            ]
+            connections.close_all()
+            self._run(url, tokens, stored, options)
+        finally:
+            connections.close_all()
+            alias["NAME"] = original
+            if not options["keep"]:
+                self._drop(database)
+
+    def _drop(self, name: str) -> None:
+        connections.close_all()
+        drop_database(name)
+        self.stdout.write(f"dropped scratch database {name}")
+
+    # --- the run ------------------------------------------------------------------------
+
+    def _run(self, url: str, tokens: list[str], stored: int, options) -> None:
+        env = service_env(
+            settings.DATA_DIR,
+            DATABASE_URL=url,
+            TIMOTHY_EMBEDDING_PROVIDER=settings.EMBEDDING_PROVIDER,
+            TIMOTHY_WEB_WORKERS=str(options["web_workers"]),
+            TIMOTHY_WORKERS=os.environ.get("TIMOTHY_WORKERS", "2"),
+        )
+        service = ServeProcess(env)
+        try:
+            service.wait_for_output("Ctrl-C stops everything", timeout=START_SECONDS)
+            wait_for(service.answers, START_SECONDS, "the site to answer")
+            self._wait_until_warm(service.base, tokens[0])
+            session_id = f"load-{uuid.uuid4().hex[:12]}"
+            answers = self._load(service.base, tokens, session_id, options)
+            load_after = os.getloadavg()
+            acknowledged = sum(
+                1 for answer in answers if answer.kind == "write" and answer.status == 201
+            )
+        finally:
+            code = service.stop()
+            # Not postgres=True: the server and its data folder are the service's own.
+            service.kill(postgres=False)
+        written = Memory.objects.filter(session_id=session_id).count()
+        self._report(answers, options, stored, load_after, acknowledged, written)
+        self._report_server_log(service.output, code)
+        problems = []
+        failed = Counter(
+            answer.status
+            for answer in answers
+            if not isinstance(answer.status, int) or answer.status >= 500
+        )
+        if failed:
+            problems.append("answers " + ", ".join(f"{k}: {v}" for k, v in failed.items()))
+        if written != acknowledged:
+            problems.append(f"{acknowledged} writes acknowledged but {written} in the database")
+        if problems:
+            raise CommandError("The load test failed: " + "; ".join(problems) + ".")
+
+    def _report_server_log(self, output: str, code: int) -> None:
+        """How many warnings and errors the service logged, by logger, with one of each."""
+        found: dict[str, list[str]] = {}
+        for line in output.splitlines():
+            match = re.search(r" (WARNING|ERROR) ([\w.-]+): ", line)
+            if match:
+                found.setdefault(f"{match[1]} {match[2]}", []).append(line)
+        self.stdout.write(
+            f"server log: serve exited with {code}; "
+            + (", ".join(f"{key} {len(lines)}" for key, lines in found.items()) or "no warnings")
+        )
+        for lines in found.values():
+            self.stdout.write(f"  e.g. {lines[0][:240]}")
+
+    def _wait_until_warm(self, base: str, token: str) -> None:
+        """Measure a running service, not one still loading its embedding model:
+        wait until WARM_SEARCHES searches in a row have every leg answering."""
+        if settings.EMBEDDING_PROVIDER == "none":
+            return
+        session = requests.Session()
+        session.headers["Authorization"] = f"Bearer {token}"
+        started = time.monotonic()
+        in_a_row = 0
+        while in_a_row < WARM_SEARCHES:
+            if time.monotonic() - started > START_SECONDS:
+                self.stderr.write(
+                    f"The vector leg still fails after {START_SECONDS} s; measuring anyway."
+                )
+                return
+            try:
+                response = session.post(
+                    base + "/v1/memories/search", json={"query": "warm"}, timeout=HTTP_TIMEOUT
+                )
+                legs = response.json()["legs"].values() if response.status_code == 200 else []
+                warm = bool(legs) and all(leg["status"] == "ok" for leg in legs)
+            except (requests.RequestException, ValueError, KeyError):
+                warm = False
+            in_a_row = in_a_row + 1 if warm else 0
+        self.stdout.write(f"embedding model warm after {time.monotonic() - started:.0f} s")
+
+    def _load(self, base: str, tokens: list[str], session_id: str, options) -> list[Answer]:
+        answers: list[Answer] = []
+        lock = threading.Lock()
+        started = time.monotonic()
+        measure_from = started + options["warmup"]
+        stop_at = measure_from + options["seconds"]
+        self.load_before = os.getloadavg()
+
+        def client(number: int, token: str) -> None:
+            synthesizer = Synthesizer(options["seed"] + number, settings.EMBEDDING_DIMENSIONS)
+            rng = random.Random(options["seed"] * 1000 + number)
+            session = requests.Session()
+            session.headers["Authorization"] = f"Bearer {token}"
+            while (now := time.monotonic()) < stop_at:
+                topic = rng.randrange(TOPICS)
+                if rng.random() < options["write_share"]:
+                    kind, path = "write", "/v1/memories"
+                    content, entities = synthesizer.memory_text(topic)
+                    body = {
+                        "content": content,
+                        "type": synthesizer.weighted(TYPES, 1)[0],
+                        "mode": "remember",
+                        "entities": entities,
+                        "session_id": session_id,
+                    }
+                else:
+                    kind, path = "search", "/v1/memories/search"
+                    body = {"query": synthesizer.query_text(topic)}
+                began = time.perf_counter()
+                degraded: tuple[str, ...] = ()
+                try:
+                    response = session.post(base + path, json=body, timeout=HTTP_TIMEOUT)
+                    status: int | str = response.status_code
+                    if kind == "search" and status == 200:
+                        degraded = tuple(
+                            f"{name} {leg['status']}"
+                            for name, leg in response.json()["legs"].items()
+                            if leg["status"] not in ("ok", "skipped")
+                        )
+                except requests.RequestException as error:
+                    status = type(error).__name__
+                answer = Answer(
+                    kind,
+                    status,
+                    (time.perf_counter() - began) * 1000,
+                    now >= measure_from,
+                    degraded,
+                )
+                with lock:
+                    answers.append(answer)
+
+        threads = [
+            threading.Thread(target=client, args=(number, token), daemon=True)
+            for number, token in enumerate(tokens)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=options["warmup"] + options["seconds"] + HTTP_TIMEOUT + 30)
+        return answers
+
+    def _report(self, answers, options, stored, load_after, acknowledged, written) -> None:
+        measured = [answer for answer in answers if answer.measured]
+        seconds = options["seconds"]
+        self.stdout.write(
+            f"load: {options['clients']} clients for {seconds:g} s (after {options['warmup']:g} s "
+            f"of warm-up), {options['write_share']:.0%} writes, against make run's gunicorn "
+            f"({options['web_workers']} workers x {WEB_THREADS} threads), "
+            f"{stored:,} memories of one owner, embeddings: {settings.EMBEDDING_PROVIDER}"
+        )
+        self.stdout.write(
+            f"machine: {os.cpu_count()} cores, load average {self.load_before[0]:.1f} before, "
+            f"{load_after[0]:.1f} after (1 min), {load_after[1]:.1f} (5 min)"
+        )
+        self.stdout.write(
+            f"requests: {len(measured):,} in {seconds:g} s = {len(measured) / seconds:.1f}/s "
+            f"(search {sum(a.kind == 'search' for a in measured):,}, "
+            f"write {sum(a.kind == 'write' for a in measured):,})"
+        )
+        self.stdout.write(f"{'':10}{'count':>8}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}  (ms)")
+        for label, group in (
+            ("search", [a for a in measured if a.kind == "search"]),
+            ("write", [a for a in measured if a.kind == "write"]),
+            ("all", measured),
+        ):
+            values = [a.ms for a in group]
+            self.stdout.write(
+                f"{label:10}{len(values):>8}"
+                + "".join(f"{percentile(values, q):>9.0f}" for q in (0.5, 0.95, 0.99))
+                + f"{max(values, default=float('nan')):>9.0f}"
+            )
+        statuses = Counter(a.status for a in measured)
+        self.stdout.write(
+            "answers by status: "
+            + ", ".join(
+                f"{status} {count:,}" for status, count in sorted(statuses.items(), key=str)
+            )
+        )
+        fives = sum(
+            count for status, count in statuses.items() if isinstance(status, int) and status >= 500
+        )
+        unanswered = sum(count for status, count in statuses.items() if not isinstance(status, int))
+        self.stdout.write(f"5xx: {fives}; without an answer: {unanswered}")
+        searches = [a for a in measured if a.kind == "search" and a.status == 200]
+        legs = Counter(leg for a in searches for leg in a.degraded_legs)
+        self.stdout.write(
+            f"searches answered with a retrieval leg missing: "
+            f"{sum(bool(a.degraded_legs) for a in searches):,} of {len(searches):,}"
+            + (
+                " (" + ", ".join(f"{leg} {n:,}" for leg, n in legs.most_common()) + ")"
+                if legs
+                else ""
+            )
+        )
+        self.stdout.write(
+            f"writes (warm-up included): {acknowledged:,} acknowledged, {written:,} in the "
+            "database" + (" (none lost)" if written == acknowledged else " (MISMATCH)")
+        )

@@ -1,0 +1,35 @@
+"""Small helpers the benchmark commands share: percentiles and an honest word for the load."""
+
+from __future__ import annotations
+
+import os
+
+# Load average per core above which a run is contended (more runnable
+# processes than cores), and below which it is quiet.
+CONTENDED_LOAD_PER_CORE = 1.0
+QUIET_LOAD_PER_CORE = 0.5
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def describe_load(load: float, cores: int | None = None) -> str:
+    """'4.3 on 2 cores, 2.15 per core: contended' — the load read against the cores."""
+    cores = cores or os.cpu_count() or 1
+    per_core = load / cores
+    if per_core > CONTENDED_LOAD_PER_CORE:
+        word = "contended: more runnable processes than cores"
+    elif per_core >= QUIET_LOAD_PER_CORE:
+        word = "busy"
+    else:
+        word = "quiet"
+    return f"{load:.2f} on {cores} cores, {per_core:.2f} per core: {word}"
+
+
+def load_average() -> float:
+    return os.getloadavg()[0]
