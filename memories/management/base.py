@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
@@ -40,3 +41,15 @@ class SchemaCommand(BaseCommand):
         if problem:
             raise CommandError(problem)
         return super().execute(*args, **options)
+
+
+def owner_by_username(username: str):
+    """The account a command's ``--owner`` names; a one-sentence error if there is none."""
+    User = get_user_model()
+    try:
+        return User.objects.get(**{User.USERNAME_FIELD: username})
+    except User.DoesNotExist:
+        raise CommandError(
+            f"There is no owner named {username!r}; create the account first "
+            f"(`python manage.py createtoken {username}` creates it with a token)."
+        )

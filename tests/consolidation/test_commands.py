@@ -57,7 +57,7 @@ def test_it_consolidates_one_owner(alice, bob):
 
 
 def test_it_refuses_an_unknown_owner(db):
-    with pytest.raises(CommandError, match="No owner named 'mallory'"):
+    with pytest.raises(CommandError, match="no owner named 'mallory'"):
         consolidate("--owner", "mallory")
 
 

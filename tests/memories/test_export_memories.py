@@ -140,7 +140,7 @@ def test_it_writes_to_a_file_and_says_so(alice, tmp_path):
 
 
 def test_it_refuses_an_unknown_owner(db):
-    with pytest.raises(CommandError, match="no user 'nobody'"):
+    with pytest.raises(CommandError, match="no owner named 'nobody'"):
         export("nobody")
 
 

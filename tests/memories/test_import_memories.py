@@ -248,7 +248,7 @@ def test_it_refuses_a_cycle_and_a_reused_id(alice, tmp_path):
 def test_it_refuses_an_unknown_owner_or_a_missing_file(alice, tmp_path):
     path = write_lines(tmp_path / "in.jsonl", [GOOD])
 
-    with pytest.raises(CommandError, match="no user 'nobody'"):
+    with pytest.raises(CommandError, match="no owner named 'nobody'"):
         run_import(path, "nobody")
     with pytest.raises(CommandError, match="No such file"):
         run_import(tmp_path / "missing.jsonl")

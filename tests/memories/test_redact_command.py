@@ -55,7 +55,7 @@ def test_it_refuses_another_owners_memory(bob, chain):
 
     with pytest.raises(CommandError, match=f"bob has no memory {first.pk}"):
         redact(str(first.pk), "--owner", "bob", "--reason", "x")
-    with pytest.raises(CommandError, match="no user 'nobody'"):
+    with pytest.raises(CommandError, match="no owner named 'nobody'"):
         redact(str(first.pk), "--owner", "nobody", "--reason", "x")
     assert Memory.objects.get(pk=first.pk).status == Memory.Status.SUPERSEDED
 

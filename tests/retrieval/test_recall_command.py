@@ -70,7 +70,7 @@ def test_it_says_when_nothing_matched(alice):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--owner", "nobody", "seat"], "No user named 'nobody'"),
+        (["--owner", "nobody", "seat"], "no owner named 'nobody'"),
         (["--owner", "alice", "--budget", "0", "seat"], "between 1 and"),
         (["--owner", "alice", "--as-of", "yesterday", "seat"], "not an ISO-8601"),
     ],

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
-from django.core.management.base import CommandError
-
 from memories import consolidation
-from memories.management.base import SchemaCommand
+from memories.management.base import SchemaCommand, owner_by_username
 
 
 class Command(SchemaCommand):
@@ -19,11 +16,7 @@ class Command(SchemaCommand):
         )
 
     def handle(self, *args, owner: str | None = None, dry_run: bool = False, **options) -> None:
-        user = None
-        if owner:
-            user = get_user_model().objects.filter(username=owner).first()
-            if user is None:
-                raise CommandError(f"No owner named {owner!r}.")
+        user = owner_by_username(owner) if owner else None
         plan, outcome = consolidation.consolidate(user, dry_run=dry_run)
         if dry_run or options["verbosity"] > 1:
             for line in plan.describe():

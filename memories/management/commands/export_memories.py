@@ -8,11 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.contrib.auth import get_user_model
-from django.core.management.base import CommandError
-
 from memories.io import export_lines
-from memories.management.base import SchemaCommand
+from memories.management.base import SchemaCommand, owner_by_username
 
 
 class Command(SchemaCommand):
@@ -23,11 +20,7 @@ class Command(SchemaCommand):
         parser.add_argument("--owner", required=True, help="User name of the owner.")
 
     def handle(self, *args, file: str | None, owner: str, **options) -> None:
-        User = get_user_model()
-        try:
-            owner_user = User.objects.get(**{User.USERNAME_FIELD: owner})
-        except User.DoesNotExist:
-            raise CommandError(f"There is no user {owner!r}.")
+        owner_user = owner_by_username(owner)
 
         count = 0
         if file is None:

@@ -9,11 +9,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
 from memories.io import PROGRESS_MIN_BYTES, import_memories
-from memories.management.base import SchemaCommand
+from memories.management.base import SchemaCommand, owner_by_username
 
 
 class Command(SchemaCommand):
@@ -27,14 +26,7 @@ class Command(SchemaCommand):
         )
 
     def handle(self, *args, file: str, owner: str, no_progress: bool, **options) -> None:
-        User = get_user_model()
-        try:
-            owner_user = User.objects.get(**{User.USERNAME_FIELD: owner})
-        except User.DoesNotExist:
-            raise CommandError(
-                f"There is no user {owner!r}; create one first "
-                f"(e.g. `python manage.py createtoken {owner}`)."
-            )
+        owner_user = owner_by_username(owner)
 
         if file == "-":
             result = import_memories(sys.stdin.buffer, owner_user, source_name="stdin")

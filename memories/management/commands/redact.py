@@ -10,9 +10,9 @@ docs/privacy.md).
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from memories.management.base import owner_by_username
 from memories.models import IllegalTransition, Memory, RedactionRefused
 from memories.redaction import vacuum
 
@@ -46,11 +46,7 @@ class Command(BaseCommand):
         vacuum_full: bool,
         **options,
     ) -> None:
-        User = get_user_model()
-        try:
-            owner_user = User.objects.get(**{User.USERNAME_FIELD: owner})
-        except User.DoesNotExist:
-            raise CommandError(f"There is no user {owner!r}.")
+        owner_user = owner_by_username(owner)
         memory = Memory.objects.for_owner(owner_user).filter(pk=memory_id).first()
         if memory is None:
             raise CommandError(f"{owner} has no memory {memory_id}.")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
+from memories.management.base import owner_by_username
 from memories.models import Memory
 from retrieval.entities import fill_missing_entities
 
@@ -23,12 +23,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, owner: str | None = None, dry_run: bool = False, **options) -> None:
-        owner_id = None
-        if owner:
-            user = get_user_model().objects.filter(username=owner).first()
-            if user is None:
-                raise CommandError(f"No owner named {owner!r}.")
-            owner_id = user.pk
+        owner_id = owner_by_username(owner).pk if owner else None
         missing = Memory.objects.filter(entity_refs=[])
         if owner_id is not None:
             missing = missing.filter(owner_id=owner_id)

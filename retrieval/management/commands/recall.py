@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from memories.management.base import SchemaCommand
+from memories.management.base import SchemaCommand, owner_by_username
 from retrieval.constants import PIPELINES, PROFILES
 from retrieval.embeddings import get_provider
 from retrieval.recall import recall
@@ -44,9 +43,7 @@ class Command(SchemaCommand):
         parser.add_argument("--dry-run", action="store_true", help="stamp nothing")
 
     def handle(self, *args, **options) -> None:
-        owner = get_user_model().objects.filter(username=options["owner"]).first()
-        if owner is None:
-            raise CommandError(f"No user named {options['owner']!r}.")
+        owner = owner_by_username(options["owner"])
         as_of = None
         if options["as_of"]:
             try:
