@@ -14,6 +14,7 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from memories import extraction, llm
+from memories.embedding import EmbeddingStopped, embed_rows
 from memories.models import Memory
 from memories.signals import memory_written
 from retrieval.embeddings import EmbeddingError, get_provider
@@ -86,9 +87,9 @@ def extract_conversation(owner_id: int, session_id: str, phase: str, turns: list
     return len(result.written)
 
 
-def consolidate_daily() -> str:
-    """The scheduled consolidation of every owner's memories; then forgetting
-    expired idempotency keys and folding the BM25 corpus changes."""
+def daily_maintenance() -> str:
+    """The daily schedule: consolidate every owner's memories, forget expired
+    idempotency keys, fold the BM25 corpus changes; the consolidation's summary."""
     from memories.consolidation import consolidate
     from memories.idempotency import forget_expired_keys
     from retrieval.bm25 import compact_corpus_sums
@@ -101,6 +102,11 @@ def consolidate_daily() -> str:
         logger.info("Forgot %d expired idempotency keys", forgotten)
     compact_corpus_sums()
     return summary
+
+
+# The schedule's function before it was named for all it does: a task queued
+# under the old name (before migration 0012 renamed the schedule) still runs.
+consolidate_daily = daily_maintenance
 
 
 def embed_missing(min_age: timedelta = timedelta(0)) -> str:
@@ -121,7 +127,13 @@ def embed_missing(min_age: timedelta = timedelta(0)) -> str:
         cutoff = timezone.now() - min_age
         waiting = Memory.objects.awaiting_embedding().filter(created_at__lte=cutoff)
         total = waiting.count()
-        embedded, error = _embed_all(provider, waiting.order_by("pk"))
+        error = ""
+        try:
+            embedded = embed_rows(
+                provider, waiting, batch_size=settings.EMBEDDING_BATCH_SIZE, missing_only=True
+            )
+        except EmbeddingStopped as stop:
+            embedded, error = stop.embedded, str(stop)
     if not total:
         return "no memory is waiting for a vector"
     summary = f"{total} waiting for a vector, {embedded} embedded"
@@ -137,28 +149,6 @@ def catch_up_embeddings() -> str:
     """The scheduled catch-up (every minute): memories older than the grace,
     whose own embedding task would have run by now."""
     return embed_missing(min_age=CATCH_UP_GRACE)
-
-
-def _embed_all(provider, rows) -> tuple[int, str]:
-    from memories.management.commands.reembed import Command as Reembed
-
-    embedded = 0
-    last_id = 0
-    while True:
-        batch = list(
-            rows.filter(pk__gt=last_id).values_list("pk", "content")[
-                : settings.EMBEDDING_BATCH_SIZE
-            ]
-        )
-        if not batch:
-            return embedded, ""
-        try:
-            vectors = provider.embed([content for _, content in batch])
-            Reembed.store(batch, vectors, missing_only=True)
-        except (EmbeddingError, DatabaseError) as error:
-            return embedded, str(error).strip()
-        embedded += len(batch)
-        last_id = batch[-1][0]
 
 
 @contextmanager

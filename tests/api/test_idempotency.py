@@ -5,7 +5,7 @@ from django.utils import timezone
 
 from memories.idempotency import key_digest
 from memories.models import IdempotencyRecord, Memory
-from memories.tasks import consolidate_daily
+from memories.tasks import daily_maintenance
 from tests.base import make_memory
 
 BODY = {"content": "Alice likes figs.", "type": "preference", "mode": "remember"}
@@ -132,7 +132,7 @@ def test_the_daily_job_forgets_only_expired_keys(settings, alice_api):
         {**BODY, "content": "Alice likes plums."},
         headers={"Idempotency-Key": "fresh"},
     )
-    consolidate_daily()
+    daily_maintenance()
     assert list(IdempotencyRecord.objects.values_list("key_digest", flat=True)) == [
         key_digest("fresh")
     ]

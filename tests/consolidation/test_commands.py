@@ -10,13 +10,15 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from django_q.models import Schedule
 
+from memories import tasks
 from memories.models import Memory, MemoryEvent
-from memories.tasks import consolidate_daily
+from memories.tasks import daily_maintenance
 from retrieval.models import OwnerCorpusChange
 from tests.base import make_memory
 from tests.consolidation.helpers import axis
 
 SCHEDULE_MIGRATION = "memories.migrations.0002_daily_consolidation_schedule"
+RENAME_MIGRATION = "memories.migrations.0012_daily_maintenance_schedule"
 
 
 def consolidate(*args: str) -> str:
@@ -61,21 +63,38 @@ def test_it_refuses_an_unknown_owner(db):
         consolidate("--owner", "mallory")
 
 
-def test_it_schedules_the_daily_run_once(db):
-    migration = importlib.import_module(SCHEDULE_MIGRATION)
-    Schedule.objects.filter(name=migration.SCHEDULE_NAME).delete()
-    migration.create_schedule(apps, None)
-    migration.create_schedule(apps, None)
-    [schedule] = Schedule.objects.filter(name=migration.SCHEDULE_NAME)
-    assert schedule.func == "memories.tasks.consolidate_daily"
+def test_it_schedules_the_daily_maintenance_once(db):
+    [schedule] = Schedule.objects.filter(func="memories.tasks.daily_maintenance")
+    assert schedule.name == "Daily maintenance"
     assert schedule.schedule_type == Schedule.DAILY
     assert schedule.repeats == -1
     assert schedule.next_run > timezone.now()
 
 
+def test_it_renames_the_schedule_an_older_version_created(db):
+    create = importlib.import_module(SCHEDULE_MIGRATION)
+    rename = importlib.import_module(RENAME_MIGRATION)
+    Schedule.objects.all().delete()
+    create.create_schedule(apps, None)
+    create.create_schedule(apps, None)
+    rename.rename(apps, None)
+    [schedule] = Schedule.objects.all()
+    assert (schedule.name, schedule.func) == (
+        "Daily maintenance",
+        "memories.tasks.daily_maintenance",
+    )
+    rename.rename_back(apps, None)
+    [schedule] = Schedule.objects.all()
+    assert schedule.func == "memories.tasks.consolidate_daily"
+
+
+def test_it_still_runs_a_task_queued_under_the_old_name():
+    assert tasks.consolidate_daily is daily_maintenance
+
+
 def test_it_runs_the_scheduled_task(alice):
     make_memory(alice, "Likes tea.", embedding=axis(0))
     make_memory(alice, "Likes tea!", embedding=axis(0))
-    assert consolidate_daily() == "merged 1 groups (2 memories), archived 0, decayed 0"
+    assert daily_maintenance() == "merged 1 groups (2 memories), archived 0, decayed 0"
     # The BM25 corpus changes of those writes are folded into one row: the merged memory.
     assert list(OwnerCorpusChange.objects.values_list("owner_id", "documents")) == [(alice.pk, 1)]

@@ -8,27 +8,13 @@ conversion) or ``--start-after`` (the id it printed).
 
 from __future__ import annotations
 
-import time
-
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
-from django.db import connection, transaction
-from pgvector import Vector
 from tqdm import tqdm
 
-from memories.management.base import SchemaCommand
-from memories.models import Memory
-from retrieval.embeddings import (
-    EmbeddingError,
-    column_dimensions,
-    get_provider,
-    resize_embedding_column,
-)
-from retrieval.index import resume_vector_index, vector_index_paused
-
-# Rows that can come back into retrieval: active now, or once confirmed.
-EMBEDDED_STATUSES = (Memory.Status.ACTIVE, Memory.Status.PROPOSED)
+from memories.embedding import EmbeddingStopped, ReembedRefused, reembed
+from memories.management.base import SchemaCommand, owner_by_username
+from retrieval.embeddings import EmbeddingError
 
 
 class Command(SchemaCommand):
@@ -50,118 +36,43 @@ class Command(SchemaCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        provider = get_provider()
-        if provider is None:
-            raise CommandError(
-                "No embedding provider is configured (TIMOTHY_EMBEDDING_PROVIDER=none); "
-                "nothing to embed with."
-            )
-        if provider.dimensions != settings.EMBEDDING_DIMENSIONS:
-            raise CommandError(
-                f"The embedding model gives {provider.dimensions}-dimensional vectors but "
-                f"TIMOTHY_EMBEDDING_DIMENSIONS is {settings.EMBEDDING_DIMENSIONS}; set it to "
-                f"{provider.dimensions} and run reembed again."
-            )
-        owner = self.owner(options["owner"])
-        missing_only = options["missing_only"]
-        stored = column_dimensions()
-        if stored != provider.dimensions:
-            if owner is not None:
-                raise CommandError(
-                    f"The database stores {stored}-dimensional embeddings and the model gives "
-                    f"{provider.dimensions}; converting affects every owner, so run reembed "
-                    "without --owner."
-                )
-            self.stdout.write(
-                f"Converting the embedding column from {stored} to {provider.dimensions} "
-                "dimensions; every stored vector is dropped and recomputed."
-            )
-            resize_embedding_column(provider.dimensions)
-            missing_only = True
-        self.reembed(provider, owner, missing_only, options["start_after"], options["batch_size"])
+        owner = owner_by_username(options["owner"]) if options["owner"] else None
+        bar = None
 
-    def owner(self, username: str | None):
-        if not username:
-            return None
+        def progress(stored: int, total: int) -> None:
+            nonlocal bar
+            if bar is None:
+                bar = tqdm(total=total, unit="memory", desc="Embedding", file=self.stderr._out)
+            bar.update(stored)
+
         try:
-            return get_user_model().objects.get(username=username)
-        except get_user_model().DoesNotExist:
-            raise CommandError(f"No owner named {username!r}.")
-
-    def reembed(self, provider, owner, missing_only: bool, start_after: int, batch_size: int):
-        rows = Memory.objects.filter(status__in=EMBEDDED_STATUSES, pk__gt=start_after)
-        if owner is not None:
-            rows = rows.for_owner(owner)
-        if missing_only:
-            rows = rows.filter(embedding__isnull=True)
-        rows = rows.order_by("pk")
-        total = rows.count()
-        active = rows.filter(status=Memory.Status.ACTIVE).count()
-        started = time.perf_counter()
-        # Many new vectors: the HNSW graph is built once afterwards rather than
-        # searched once per row (retrieval/index.py).
-        with vector_index_paused(active, report=self.stdout.write) as index:
-            done = self.embed_rows(provider, rows, total, missing_only, start_after, batch_size)
-        # A run (or an import) interrupted while the graph was paused left it
-        # missing; any later reembed — `make run` queues one at every start —
-        # builds it again.
-        built = index["index_seconds"] or resume_vector_index()
-        seconds = time.perf_counter() - started
+            result = reembed(
+                owner=owner,
+                missing_only=options["missing_only"],
+                start_after=options["start_after"],
+                batch_size=options["batch_size"],
+                report=self.stdout.write,
+                progress=progress,
+            )
+        except ReembedRefused as error:
+            raise CommandError(str(error))
+        except EmbeddingStopped as stop:
+            if isinstance(stop.cause, KeyboardInterrupt):
+                raise CommandError(
+                    f"Interrupted after memory #{stop.last_id}. {stop.resume_hint()}"
+                )
+            failed = (
+                "The embedding provider" if isinstance(stop.cause, EmbeddingError) else "Storing"
+            )
+            raise CommandError(
+                f"{failed} failed after memory #{stop.last_id}: {stop} {stop.resume_hint()}"
+            )
+        finally:
+            if bar is not None:
+                bar.close()
+        built = result.index_seconds
         self.stdout.write(
-            f"Embedded {done} memories with {provider!r} in {seconds:.1f} s"
+            f"Embedded {result.embedded} memories with {result.provider!r} in "
+            f"{result.seconds:.1f} s"
             + (f" (of which {built:.1f} s building the vector index)." if built else ".")
         )
-
-    def embed_rows(
-        self, provider, rows, total: int, missing_only: bool, start_after: int, batch_size: int
-    ) -> int:
-        done = 0
-        last_id = start_after
-        bar = tqdm(total=total, unit="memory", desc="Embedding", file=self.stderr._out)
-        try:
-            while True:
-                batch = list(
-                    rows.filter(pk__gt=last_id).values_list("pk", "owner_id", "content")[
-                        :batch_size
-                    ]
-                )
-                if not batch:
-                    break
-                try:
-                    vectors = provider.embed([content for _, _, content in batch])
-                except EmbeddingError as error:
-                    raise CommandError(
-                        f"The embedding provider failed after memory #{last_id}: {error} "
-                        f"Resume with --start-after {last_id}"
-                        + (" --missing-only." if missing_only else ".")
-                    )
-                self.store(batch, vectors, missing_only)
-                last_id = batch[-1][0]
-                done += len(batch)
-                bar.update(len(batch))
-        except KeyboardInterrupt:
-            bar.close()
-            raise CommandError(
-                f"Interrupted after memory #{last_id}; resume with --start-after {last_id}"
-                + (" --missing-only." if missing_only else ".")
-            )
-        bar.close()
-        return done
-
-    @staticmethod
-    def store(batch: list[tuple[int, int, str]], vectors: list[list[float]], missing_only: bool):
-        condition = " AND m.embedding IS NULL" if missing_only else ""
-        # One statement per batch: the table's statement-level triggers run once.
-        # The owner is named with each id, so that a table sharded by owner
-        # (docs/scaling.md) finds each row in its own shard.
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {Memory._meta.db_table} AS m SET embedding = v.embedding::vector "
-                "FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) AS v(id, owner_id, embedding) "
-                "WHERE m.id = v.id AND m.owner_id = v.owner_id" + condition,
-                [
-                    [memory_id for memory_id, _, _ in batch],
-                    [owner_id for _, owner_id, _ in batch],
-                    [Vector._to_db(vector) for vector in vectors],
-                ],
-            )
