@@ -43,6 +43,7 @@ from memories.api_schema import (
 )
 from memories.errors import ApiError, LengthRequired, PayloadTooLarge
 from memories.idempotency import run_idempotently
+from memories.memory_json import memory_to_dict
 from memories.models import IllegalTransition, Memory, MemoryEvent, RedactionRefused
 from memories.provenance import token_metadata
 from memories.related import RelatedResult, find_related
@@ -61,7 +62,6 @@ from memories.serializers import (
 )
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
-from retrieval.serialize import memory_to_dict
 from timothy.request_body import is_unsized_chunked
 
 # Ids are PostgreSQL bigints; anything larger cannot exist.

@@ -146,8 +146,8 @@ def redact_records(owner_id: int, redacted: list[Memory], needles: list[str]) ->
     answer becomes the version as it is now (or is scrubbed, if it answered
     with another memory) and its request hash goes.
     """
+    from memories.memory_json import memory_to_dict
     from memories.redaction import quotes, scrub
-    from retrieval.serialize import memory_to_dict
 
     by_id = {memory.pk: memory for memory in redacted}
     paths = {f"POST /v1/memories/{pk}" for pk in by_id}

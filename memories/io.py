@@ -29,6 +29,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from tqdm import tqdm
 
+from memories.memory_json import EXPORT_FIELDS, memory_to_dict
 from memories.models import (
     REDACTED_CONTENT,
     Memory,
@@ -38,6 +39,7 @@ from memories.models import (
 )
 from retrieval.entities import EntityFinder, owner_entity_keys
 from retrieval.index import vector_index_paused
+from retrieval.vectors import vector_text
 
 # Rows per progress step on import, and per fetch on export.
 BATCH_SIZE = 2000
@@ -503,7 +505,7 @@ def _insert(
                         fields["content"],
                         fields["status"],
                         entities,
-                        _vector_literal(fields["embedding"]),
+                        None if fields["embedding"] is None else vector_text(fields["embedding"]),
                         fields["confidence"],
                         fields["source"],
                         fields["session_id"],
@@ -572,56 +574,16 @@ def _reserve_ids(cursor, count: int) -> list[int]:
     return [row[0] for row in cursor.fetchall()]
 
 
-def _vector_literal(embedding: list[float] | None) -> str | None:
-    """The vector as pgvector reads it, e.g. "[0.25,-1e-05,...]".
-
-    Rounded to float32 first, as the column stores it, then written with 9
-    significant digits, which read back to exactly that float32: the same
-    stored vector as the shortest form of each float64, several times faster
-    to write (the vectors of 100,000 lines).
-    """
-    if embedding is None:
-        return None
-    values = np.asarray(embedding, dtype=np.float32).tolist()
-    return "[" + (",".join(("%.9g",) * len(values)) % tuple(values)) + "]"
-
-
 # --- export ----------------------------------------------------------------------
 
 
 def memory_record(memory: Memory) -> dict[str, Any]:
-    """One memory as an export line; ``id``/``superseded_by`` let import rebuild chains.
+    """One memory as an export line.
 
     A redacted memory is written as the database holds it: the stub for
     content, no entities, no embedding, status redacted.
     """
-    return {
-        "id": memory.pk,
-        "content": memory.content,
-        "type": memory.type,
-        "status": memory.status,
-        "entities": list(memory.entity_refs),
-        "confidence": memory.confidence,
-        "created_at": _iso(memory.created_at),
-        "last_confirmed_at": _iso(memory.last_confirmed_at),
-        "last_retrieved_at": _iso(memory.last_retrieved_at),
-        "source": memory.source,
-        "session_id": memory.session_id,
-        "metadata": memory.metadata,
-        "embedding": _vector(memory.embedding),
-        "superseded_by": memory.superseded_by_id,
-    }
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.isoformat()
-
-
-def _vector(embedding) -> list[float] | None:
-    if embedding is None:
-        return None
-    # Stored as float32: its shortest decimal form reads back to the same number.
-    return [float(str(value)) for value in embedding]
+    return memory_to_dict(memory, EXPORT_FIELDS)
 
 
 def export_lines(owner) -> Iterator[str]:

@@ -40,9 +40,10 @@ from functools import lru_cache
 
 from memories.models import Memory
 from retrieval.embeddings import EmbeddingError, get_provider
-from retrieval.legs import run_step, vector_literal
+from retrieval.legs import run_step
 from retrieval.lexemes import clean_query
 from retrieval.models import Posting
+from retrieval.vectors import vector_text
 
 logger = logging.getLogger(__name__)
 
@@ -534,7 +535,7 @@ def _candidates(cursor, owner_id: int, probes: Sequence[Probe], include_proposal
             "key": probe.key,
             "content": clean_query(probe.content),
             "entities": [entity.strip().lower() for entity in probe.entities if entity.strip()],
-            "embedding": vector_literal(probe.embedding) if probe.embedding else None,
+            "embedding": vector_text(probe.embedding) if probe.embedding else None,
             "exclude": list(probe.exclude),
         }
         for probe in probes

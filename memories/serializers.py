@@ -4,7 +4,7 @@ Request serializers are strict: unknown fields, wrong JSON types (a number
 where a string belongs, "true" where a boolean belongs), NUL bytes, lone
 surrogates and over-long values are 400s, never coerced. Response serializers
 only document the shapes for the OpenAPI schema; the bodies themselves come
-from ``retrieval.serialize`` so that a memory has one JSON shape everywhere.
+from ``memories.memory_json`` so that a memory has one JSON shape everywhere.
 """
 
 from __future__ import annotations
@@ -333,7 +333,7 @@ class InternalRetrieveSerializer(SearchSerializer):
 
 
 class MemorySerializer(serializers.Serializer):
-    """The JSON shape of a memory (built by retrieval.serialize.memory_to_dict)."""
+    """The JSON shape of a memory (built by memories.memory_json.memory_to_dict)."""
 
     id = serializers.IntegerField()
     type = serializers.ChoiceField(choices=Memory.Type.choices)

@@ -42,6 +42,7 @@ from retrieval.constants import (
 from retrieval.lexemes import clean_query, query_lexemes
 from retrieval.models import OwnerEntity, Posting
 from retrieval.results import LegReport
+from retrieval.vectors import vector_text
 
 logger = logging.getLogger(__name__)
 
@@ -300,10 +301,6 @@ def entity_leg(cursor, request: LegRequest) -> Ranked:
 # --- vector ---------------------------------------------------------------------
 
 
-def vector_literal(embedding: Sequence[float]) -> str:
-    return "[" + ",".join(repr(float(value)) for value in embedding) + "]"
-
-
 def vector_leg(cursor, request: LegRequest) -> Ranked:
     """Nearest memories by cosine similarity to the query's embedding (the score)."""
     embedding = request.query_embedding
@@ -314,7 +311,7 @@ def vector_leg(cursor, request: LegRequest) -> Ranked:
         if any(not math.isfinite(value) for value in embedding):
             raise ValueError("the embedding provider returned a non-finite vector")
     where, params = _filters(request)
-    params["embedding"] = vector_literal(embedding)
+    params["embedding"] = vector_text(embedding)
     # The HNSW graph is shared by every owner: a walk filtered to one owner
     # visits about (all rows / the owner's rows) tuples per row it keeps, each
     # a heap fetch. It pays only for an owner holding a good share of the

@@ -74,6 +74,20 @@ class ScoredMemory:
     def shown_content(self) -> str:
         return self.memory.content if self.shortened is None else self.shortened
 
+    def to_dict(self) -> dict[str, Any]:
+        from memories.memory_json import memory_to_dict
+
+        data = memory_to_dict(self.memory)
+        data["score"] = self.score
+        data["score_parts"] = self.parts
+        data["tokens"] = self.tokens
+        data["position"] = self.position
+        if self.cut_reason:
+            data["cut_reason"] = self.cut_reason
+        if self.shortened is not None:
+            data["shown_content"] = self.shortened
+        return data
+
 
 @dataclass
 class RecallResult:
@@ -99,13 +113,11 @@ class RecallResult:
     profile: str = "default"
 
     def to_dict(self) -> dict[str, Any]:
-        from retrieval.serialize import scored_memory_to_dict
-
         data: dict[str, Any] = {
             "pipeline": self.pipeline,
             "profile": self.profile,
             "as_of": self.as_of.isoformat(),
-            "memories": [scored_memory_to_dict(item) for item in self.memories],
+            "memories": [item.to_dict() for item in self.memories],
             "block": self.block,
             "block_tokens": self.block_tokens,
             "token_budget": self.token_budget,
@@ -113,5 +125,5 @@ class RecallResult:
             "ms": round(self.ms, 2),
         }
         if self.explain:
-            data["cut"] = [scored_memory_to_dict(item) for item in self.cut]
+            data["cut"] = [item.to_dict() for item in self.cut]
         return data

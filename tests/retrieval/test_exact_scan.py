@@ -17,7 +17,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memories.models import Memory
-from retrieval.legs import LegRequest, vector_leg, vector_literal
+from retrieval.legs import LegRequest, vector_leg
+from retrieval.vectors import vector_text
 from tests.retrieval.helpers import vector
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -63,7 +64,7 @@ def _heap_nearest(request: LegRequest, embedding: list[float]) -> list[int]:
         sql += " AND type = ANY(%s)"
         params.append(list(request.types))
     sql += " ORDER BY embedding <=> %s::vector, id LIMIT %s"
-    params += [vector_literal(embedding), request.limit]
+    params += [vector_text(embedding), request.limit]
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_indexscan = off")
         cursor.execute("SET LOCAL enable_indexonlyscan = off")
