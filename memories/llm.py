@@ -8,18 +8,15 @@ so that callers can log it and write nothing.
 from __future__ import annotations
 
 import json
-import logging
 import time
 
 import requests
 from django.conf import settings
 
-logger = logging.getLogger(__name__)
+from timothy import http_retry
 
-# Retries on 429/5xx only, with exponential backoff from this base (seconds).
-MAX_RETRIES = 2
-RETRY_BACKOFF_BASE = 1.0
-RETRY_BACKOFF_CAP = 10.0
+# Retries on 429/5xx only, with exponential backoff from 1 s, never more than 10 s.
+BACKOFF = http_retry.Backoff(retries=2, base=1.0, cap=10.0)
 
 
 class LLMError(Exception):
@@ -71,30 +68,24 @@ def complete_json(
         },
     }
     budget = settings.LLM_TIMEOUT if timeout is None else timeout
-    deadline = time.monotonic() + budget
-    attempt = 0
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise LLMError(f"The LLM did not answer within {budget:.1f} s.")
-        try:
-            response = requests.post(url, json=body, headers=headers, timeout=left)
-        except requests.Timeout:
-            raise LLMError(f"The LLM did not answer within {budget:.1f} s.")
-        except requests.RequestException as error:
-            raise LLMError(f"The LLM request to {url} failed: {error}")
-        retriable = response.status_code == 429 or response.status_code >= 500
-        if retriable and attempt < MAX_RETRIES:
-            pause = min(RETRY_BACKOFF_BASE * 2**attempt, RETRY_BACKOFF_CAP)
-            if time.monotonic() + pause >= deadline:
-                raise LLMError(f"The LLM answered {response.status_code}; no time left to retry.")
-            logger.info("LLM answered %s; retrying in %.1f s", response.status_code, pause)
-            time.sleep(pause)
-            attempt += 1
-            continue
-        if response.status_code != 200:
-            raise LLMError(f"The LLM answered {response.status_code}: {response.text[:300]}")
-        return _parse(response)
+    try:
+        response = http_retry.post_json(
+            url,
+            body,
+            headers=headers,
+            backoff=BACKOFF,
+            deadline=time.monotonic() + budget,
+            service="LLM",
+        )
+    except http_retry.TimedOut:
+        raise LLMError(f"The LLM did not answer within {budget:.1f} s.")
+    except http_retry.Unreachable as error:
+        raise LLMError(f"The LLM request to {url} failed: {error}")
+    except http_retry.NoTimeToRetry as error:
+        raise LLMError(f"The LLM answered {error.status}; no time left to retry.")
+    if response.status_code != 200:
+        raise LLMError(f"The LLM answered {response.status_code}: {response.text[:300]}")
+    return _parse(response)
 
 
 def _parse(response: requests.Response) -> dict:

@@ -8,7 +8,6 @@ that callers can drop the vector leg and carry on.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -29,6 +28,7 @@ from django.db import connection, transaction
 
 from retrieval.names import EMBEDDING_PROVIDERS as PROVIDERS
 from retrieval.names import LOCAL_RUNTIMES
+from timothy import http_retry
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +86,12 @@ class OpenAIEmbeddingProvider:
         self.dimensions = dimensions
         self.timeout = timeout
         self.batch_size = max(1, batch_size)
-        self.max_retries = max(0, max_retries)
+        self.backoff = http_retry.Backoff(
+            retries=max(0, max_retries),
+            base=RETRY_BACKOFF_BASE,
+            cap=RETRY_BACKOFF_CAP,
+            honour_retry_after=True,
+        )
 
     def __repr__(self) -> str:
         return f"OpenAIEmbeddingProvider({self.model!r} at {self.url!r}, {self.dimensions}-d)"
@@ -106,34 +111,30 @@ class OpenAIEmbeddingProvider:
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        attempt = 0
-        while True:
-            request_timeout = self._remaining(deadline, self.timeout)
-            try:
-                response = requests.post(
-                    self.url, json=body, headers=headers, timeout=request_timeout
-                )
-            except requests.Timeout:
-                raise EmbeddingError(f"Embedding request to {self.url} timed out.")
-            except requests.RequestException as error:
-                raise EmbeddingError(f"Embedding request to {self.url} failed: {error}")
-            retriable = response.status_code == 429 or response.status_code >= 500
-            if retriable and attempt < self.max_retries:
-                pause = self._backoff(attempt, response.headers.get("Retry-After"))
-                if deadline is not None and time.monotonic() + pause >= deadline:
-                    raise EmbeddingError(
-                        f"Embedding provider answered {response.status_code}; no time left "
-                        "to retry within the timeout."
-                    )
-                logger.info("Embedding provider answered %s; retrying", response.status_code)
-                time.sleep(pause)
-                attempt += 1
-                continue
-            if response.status_code != 200:
-                raise EmbeddingError(
-                    f"Embedding provider answered {response.status_code}: {response.text[:300]}"
-                )
-            return self._parse(response, len(texts))
+        try:
+            response = http_retry.post_json(
+                self.url,
+                body,
+                headers=headers,
+                backoff=self.backoff,
+                deadline=deadline,
+                request_timeout=self.timeout,
+                service="Embedding provider",
+            )
+        except http_retry.TimedOut:
+            raise EmbeddingError(f"Embedding request to {self.url} timed out.")
+        except http_retry.Unreachable as error:
+            raise EmbeddingError(f"Embedding request to {self.url} failed: {error}")
+        except http_retry.NoTimeToRetry as error:
+            raise EmbeddingError(
+                f"Embedding provider answered {error.status}; no time left "
+                "to retry within the timeout."
+            )
+        if response.status_code != 200:
+            raise EmbeddingError(
+                f"Embedding provider answered {response.status_code}: {response.text[:300]}"
+            )
+        return self._parse(response, len(texts))
 
     def _parse(self, response: requests.Response, expected: int) -> list[list[float]]:
         try:
@@ -152,23 +153,6 @@ class OpenAIEmbeddingProvider:
                     f"TIMOTHY_EMBEDDING_DIMENSIONS is {self.dimensions}."
                 )
         return vectors
-
-    @staticmethod
-    def _remaining(deadline: float | None, cap: float) -> float:
-        if deadline is None:
-            return cap
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise EmbeddingError("Embedding timed out.")
-        return min(cap, left)
-
-    @staticmethod
-    def _backoff(attempt: int, retry_after: str | None) -> float:
-        pause = RETRY_BACKOFF_BASE * 2**attempt
-        if retry_after:
-            with contextlib.suppress(ValueError):
-                pause = max(0.0, float(retry_after))
-        return min(pause, RETRY_BACKOFF_CAP)
 
 
 class LocalEmbeddingProvider:
