@@ -9,6 +9,7 @@ naming the variable. Tuning numbers of the retrieval pipelines live in
 
 from __future__ import annotations
 
+import importlib.util
 import secrets
 import sys
 from datetime import timedelta
@@ -71,6 +72,9 @@ INSTALLED_APPS = [
     "memories",
     "retrieval",
 ]
+# The benchmark commands (bench/): development only, installed when present.
+if importlib.util.find_spec("bench") is not None:
+    INSTALLED_APPS.append("bench")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -25,9 +25,9 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
+from bench.measure import describe_load, load_average, percentile
 from memories.models import Memory
 from retrieval import legs
-from retrieval.benchmarking import describe_load, load_average, percentile
 from retrieval.constants import PIPELINES
 from retrieval.index import build_settings
 from retrieval.recall import drain_stamps, recall

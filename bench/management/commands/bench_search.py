@@ -38,9 +38,9 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
+from bench.measure import describe_load, load_average, percentile
 from memories.management.commands.serve import WEB_THREADS, public_site_command
 from memories.models import ApiToken, Memory
-from retrieval.benchmarking import describe_load, load_average, percentile
 from retrieval.embeddings import LocalEmbeddingProvider, default_local_model_path
 from retrieval.index import vector_index_paused
 from timothy.scratch import create_database, database_exists, drop_database

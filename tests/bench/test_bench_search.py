@@ -10,8 +10,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from retrieval.benchmarking import describe_load
-from retrieval.management.commands.bench_search import PersonalCorpus
+from bench.management.commands.bench_search import PersonalCorpus
+from bench.measure import describe_load
 
 SCRATCH = "test_retrieval_bench_search_smoke"
 TINY_EVAL = Path(__file__).resolve().parents[1] / "evaluation" / "tiny-eval.json"

@@ -29,16 +29,16 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, connections
 
-from memories.management.commands.serve import WEB_THREADS
-from memories.models import ApiToken, Memory
-from retrieval.management.commands.bench_recall import (
+from bench.management.commands.bench_recall import (
     BENCH_OWNER_PREFIX,
     TOPICS,
     TYPES,
     Synthesizer,
     percentile,
 )
-from retrieval.management.commands.bench_recall import Command as BenchRecall
+from bench.management.commands.bench_recall import Command as BenchRecall
+from memories.management.commands.serve import WEB_THREADS
+from memories.models import ApiToken, Memory
 from timothy.drill import HTTP_TIMEOUT, ServeProcess, service_env, wait_for
 from timothy.scratch import create_database, database_exists, drop_database
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bench.management.commands.bench_consolidate import DUPLICATE_COSINE, Command
 from memories.consolidation import NEAR_DUPLICATE_MIN_COSINE
-from memories.management.commands.bench_consolidate import DUPLICATE_COSINE, Command
 
 
 @pytest.mark.parametrize("data", ["latent", "sharp"])
