@@ -166,19 +166,25 @@ class Outcome:
 
 
 def plan(
-    owner=None, *, now: datetime | None = None, progress: Callable[[int], None] | None = None
+    owner=None,
+    *,
+    now: datetime | None = None,
+    progress: Callable[[int], None] | None = None,
+    ef_search: int = HNSW_EF_SEARCH,
 ) -> Plan:
     """What consolidation would do now; reads only.
 
     ``progress`` is called with the number of memories whose neighbours were
-    just searched.
+    just searched; ``ef_search`` is the probes' HNSW candidate list.
     """
     now = now or timezone.now()
     result = Plan(now=now)
     result.archives = [_member(m) for m in _stale_episodic(owner, now)]
     archived = {member.id for member in result.archives}
     for owner_id in _owners_with_embeddings(owner):
-        pairs = near_duplicate_pairs(owner_id, progress=progress, stats=result.search)
+        pairs = near_duplicate_pairs(
+            owner_id, progress=progress, stats=result.search, ef_search=ef_search
+        )
         groups = [
             kept
             for kept in ([i for i in ids if i not in archived] for ids in group_pairs(pairs))
@@ -284,6 +290,7 @@ def near_duplicate_pairs(
     neighbours: int = NEIGHBOURS,
     progress: Callable[[int], None] | None = None,
     stats: SearchStats | None = None,
+    ef_search: int = HNSW_EF_SEARCH,
 ) -> list[tuple[int, int]]:
     """Pairs of the owner's active memories at cosine ≥ ``min_cosine``.
 
@@ -306,7 +313,7 @@ def near_duplicate_pairs(
     pairs: list[tuple[int, int]] = []
     lost: list[int] = []
     batches = _batched(ids, SCAN_BATCH)
-    probes = _map_batches(_neighbour_pairs, batches, neighbours, max_distance, HNSW_EF_SEARCH)
+    probes = _map_batches(_neighbour_pairs, batches, neighbours, max_distance, ef_search)
     for batch, (found, missed) in zip(batches, probes, strict=True):
         pairs.extend(found)
         lost.extend(missed)

@@ -85,6 +85,9 @@ class LegRequest:
     # Read the memory rows alive at as_of rather than today's postings
     # (retrieval/replay.py decides when a replay of the past needs it).
     replay: bool = False
+    # The vector leg walks the shared graph only for an owner with more rows
+    # than this (None: VECTOR_EXACT_SCAN_MAX_ROWS).
+    exact_scan_max_rows: int | None = None
 
 
 def _filters(request: LegRequest) -> tuple[str, dict]:
@@ -317,7 +320,9 @@ def vector_leg(cursor, request: LegRequest) -> Ranked:
     # a heap fetch. It pays only for an owner holding a good share of the
     # table; everyone else is scanned exactly, which costs their own rows.
     # The graph indexes today's active rows only: a replay scans exactly.
-    if not request.replay and _owner_dominates(cursor, request.owner_id):
+    if not request.replay and _owner_dominates(
+        cursor, request.owner_id, request.exact_scan_max_rows
+    ):
         nearest = _approximate_nearest(cursor, where, params)
         if len(nearest) >= request.limit:
             return Ranked(nearest, query_embedding=tuple(embedding))
@@ -329,7 +334,7 @@ def vector_leg(cursor, request: LegRequest) -> Ranked:
     return Ranked(nearest, query_embedding=tuple(embedding))
 
 
-def _owner_dominates(cursor, owner_id: int) -> bool:
+def _owner_dominates(cursor, owner_id: int, exact_scan_max_rows: int | None = None) -> bool:
     """Whether the owner holds enough of the table for the shared graph to pay.
 
     Read from the planner's statistics (the owner's share among the most
@@ -353,7 +358,9 @@ def _owner_dominates(cursor, owner_id: int) -> bool:
     table_rows, share = cursor.fetchone()
     if share is None:
         return False
-    return share >= HNSW_MIN_OWNER_SHARE and share * table_rows > VECTOR_EXACT_SCAN_MAX_ROWS
+    if exact_scan_max_rows is None:
+        exact_scan_max_rows = VECTOR_EXACT_SCAN_MAX_ROWS
+    return share >= HNSW_MIN_OWNER_SHARE and share * table_rows > exact_scan_max_rows
 
 
 def _exact_nearest(cursor, where: str, params: dict) -> list[tuple[int, float]]:

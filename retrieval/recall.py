@@ -50,6 +50,7 @@ def recall(
     query_embedding: Sequence[float] | None = None,
     session_id: str = "",
     profile: str | None = None,
+    exact_scan_max_rows: int | None = None,
 ) -> RecallResult:
     """The owner's memories that answer ``query``, packed into a fenced block.
 
@@ -57,7 +58,9 @@ def recall(
     types; ``as_of`` replays the store as it stood then; ``dry_run`` leaves
     ``last_retrieved_at`` alone; ``explain`` also returns what was cut and why;
     ``query_embedding`` spares embedding the query; ``profile`` names the fusion
-    profile (default: the ``TIMOTHY_RETRIEVAL_PROFILE`` setting). Raises
+    profile (default: the ``TIMOTHY_RETRIEVAL_PROFILE`` setting);
+    ``exact_scan_max_rows`` overrides the vector leg's strategy threshold
+    (benchmarks compare strategies with it). Raises
     ``ValueError`` for bad arguments and ``RecallFailed`` when nothing could be
     searched in time.
     """
@@ -95,6 +98,7 @@ def recall(
             timeout=timeout,
             text_ranker=fusion_profile.text_ranker,
             replay=replaying,
+            exact_scan_max_rows=exact_scan_max_rows,
         )
         reports = run_legs(leg_names, request, deadline=deadline)
         timings["legs"] = _ms_since(started) - timings["start"]

@@ -7,8 +7,8 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from memories.models import Memory
-from retrieval.evaluation.scratch import SCRATCH_PREFIX, scratch_database
-from timothy.scratch import database_exists
+from retrieval.evaluation.scratch import SCRATCH_PREFIX, ScratchRefused, scratch_database
+from timothy.scratch import database_exists, drop_database
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,3 +44,25 @@ def test_it_drops_the_scratch_database_when_interrupted(interruption):
         raise interruption
     assert names and not database_exists(names[0])
     assert connection.settings_dict["NAME"] == home
+
+
+def test_it_keeps_a_named_database_and_reuses_it_as_it_was():
+    name = "test_scratch_kept"
+    try:
+        with scratch_database(name, keep=True):
+            get_user_model().objects.create(username="kept-owner")
+        assert database_exists(name)
+        with scratch_database(name, reuse=True, keep=True):
+            assert get_user_model().objects.filter(username="kept-owner").exists()
+        with scratch_database(name):
+            # Without reuse a named database starts empty.
+            assert not get_user_model().objects.filter(username="kept-owner").exists()
+        assert not database_exists(name)
+    finally:
+        drop_database(name)
+
+
+def test_it_refuses_the_service_database():
+    with pytest.raises(ScratchRefused), scratch_database(connection.settings_dict["NAME"]):
+        pass
+    assert database_exists(connection.settings_dict["NAME"])

@@ -18,15 +18,15 @@ from datetime import timedelta
 import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection, connections
+from django.db import connection
 from django.utils import timezone
 from tqdm import tqdm
 
 from memories import consolidation
 from memories.models import Memory
-from timothy.scratch import create_database, drop_database, drop_secondary_indexes
+from retrieval.evaluation.scratch import ScratchRefused, scratch_database
+from timothy.scratch import drop_secondary_indexes
 
 BENCH_OWNER = "bench-consolidation-owner"
 # Default data ("latent"): like real sentence embeddings, the vectors lie near a
@@ -83,31 +83,20 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         database = options["database"]
-        alias_settings = connections.settings["default"]
-        original = alias_settings["NAME"]
-        if database == original:
-            raise CommandError("The scratch database must not be the service's own database.")
-        consolidation.HNSW_EF_SEARCH = options["ef_search"]
         results = []
         for run in range(options["runs"]):
-            self._drop(database)
-            create_database(database)
-            connections.close_all()
-            alias_settings["NAME"] = database
+            keep = options["keep"] and run == options["runs"] - 1
             try:
-                call_command("migrate", verbosity=0)
-                planted = self._fill(
-                    options["memories"],
-                    options["duplicate_share"],
-                    options["seed"] + run,
-                    options["data"],
-                )
-                results.append(self._consolidate(planted))
-            finally:
-                connections.close_all()
-                alias_settings["NAME"] = original
-                if not options["keep"] or run < options["runs"] - 1:
-                    self._drop(database)
+                with scratch_database(database, keep=keep):
+                    planted = self._fill(
+                        options["memories"],
+                        options["duplicate_share"],
+                        options["seed"] + run,
+                        options["data"],
+                    )
+                    results.append(self._consolidate(planted, options["ef_search"]))
+            except ScratchRefused as refused:
+                raise CommandError(str(refused))
         if len(results) > 1:
             self.stdout.write(
                 f"median over {len(results)} runs: search "
@@ -120,12 +109,6 @@ class Command(BaseCommand):
             raise CommandError(
                 f"{failed} of {len(results)} runs did not merge every planted group exactly."
             )
-
-    # --- scratch database ---------------------------------------------------------
-
-    def _drop(self, name: str) -> None:
-        connections.close_all()
-        drop_database(name)
 
     # --- data -----------------------------------------------------------------------
 
@@ -235,11 +218,11 @@ class Command(BaseCommand):
 
     # --- the measured part ----------------------------------------------------------
 
-    def _consolidate(self, groups: list[list[int]]) -> dict[str, float]:
+    def _consolidate(self, groups: list[list[int]], ef_search: int) -> dict[str, float]:
         total = Memory.objects.active().count()
         started = time.perf_counter()
         with tqdm(total=total, unit="memories", desc="near-duplicate search") as bar:
-            plan = consolidation.plan(progress=bar.update)
+            plan = consolidation.plan(progress=bar.update, ef_search=ef_search)
         search = time.perf_counter() - started
         started = time.perf_counter()
         with tqdm(total=len(plan.merges), unit="groups", desc="merges") as bar:

@@ -25,7 +25,6 @@ from urllib.parse import quote
 import requests
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, connections
 
@@ -39,8 +38,9 @@ from bench.management.commands.bench_recall import (
 from bench.management.commands.bench_recall import Command as BenchRecall
 from memories.management.commands.serve import WEB_THREADS
 from memories.models import ApiToken, Memory
+from retrieval.evaluation.scratch import ScratchRefused, scratch_database
 from timothy.drill import HTTP_TIMEOUT, ServeProcess, service_env, wait_for
-from timothy.scratch import create_database, database_exists, drop_database
+from timothy.scratch import database_exists
 
 # Seconds serve may take to start (migrate, load the model, fork gunicorn).
 START_SECONDS = 300
@@ -97,42 +97,25 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         database = options["database"]
-        alias = connections.settings["default"]
-        original = alias["NAME"]
-        if database == original:
-            raise CommandError("The scratch database must not be the service's own database.")
-        exists = database_exists(database)
-        if exists and not options["reuse"]:
-            self._drop(database)
-            exists = False
-        if not exists:
-            create_database(database)
+        filled = options["reuse"] and database_exists(database)
         url = scratch_database_url(database)
-        connections.close_all()
-        alias["NAME"] = database
         try:
-            if not exists:
-                call_command("migrate", verbosity=0)
-                filler = BenchRecall(stdout=self.stdout, stderr=self.stderr)
-                synthesizer = Synthesizer(options["seed"], settings.EMBEDDING_DIMENSIONS)
-                filler._fill(synthesizer, 1, options["memories"])
-            owner = get_user_model().objects.get(username=f"{BENCH_OWNER_PREFIX}0")
-            stored = Memory.objects.for_owner(owner).count()
-            tokens = [
-                ApiToken.issue(owner, f"load client {n}")[1] for n in range(options["clients"])
-            ]
-            connections.close_all()
-            self._run(url, tokens, stored, options)
-        finally:
-            connections.close_all()
-            alias["NAME"] = original
-            if not options["keep"]:
-                self._drop(database)
-
-    def _drop(self, name: str) -> None:
-        connections.close_all()
-        drop_database(name)
-        self.stdout.write(f"dropped scratch database {name}")
+            with scratch_database(database, keep=options["keep"], reuse=options["reuse"]):
+                if not filled:
+                    filler = BenchRecall(stdout=self.stdout, stderr=self.stderr)
+                    synthesizer = Synthesizer(options["seed"], settings.EMBEDDING_DIMENSIONS)
+                    filler._fill(synthesizer, 1, options["memories"])
+                owner = get_user_model().objects.get(username=f"{BENCH_OWNER_PREFIX}0")
+                stored = Memory.objects.for_owner(owner).count()
+                tokens = [
+                    ApiToken.issue(owner, f"load client {n}")[1] for n in range(options["clients"])
+                ]
+                connections.close_all()
+                self._run(url, tokens, stored, options)
+        except ScratchRefused as refused:
+            raise CommandError(str(refused))
+        if not options["keep"]:
+            self.stdout.write(f"dropped scratch database {database}")
 
     # --- the run ------------------------------------------------------------------------
 

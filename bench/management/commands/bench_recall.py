@@ -18,9 +18,8 @@ from datetime import timedelta
 import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection, connections
+from django.db import connection
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 from tqdm import tqdm
@@ -29,9 +28,10 @@ from bench.measure import describe_load, load_average, percentile
 from memories.models import Memory
 from retrieval import legs
 from retrieval.constants import PIPELINES
+from retrieval.evaluation.scratch import ScratchRefused, scratch_database
 from retrieval.index import build_settings
 from retrieval.recall import drain_stamps, recall
-from timothy.scratch import create_database, database_exists, drop_database, drop_secondary_indexes
+from timothy.scratch import database_exists, drop_secondary_indexes
 
 BENCH_OWNER_PREFIX = "bench-owner-"
 BATCH_ROWS = 20_000
@@ -290,42 +290,23 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         database = options["database"]
-        alias_settings = connections.settings["default"]
-        original = alias_settings["NAME"]
-        if database == original:
-            raise CommandError("The scratch database must not be the service's own database.")
-        exists = database_exists(database)
-        if exists and not options["reuse"]:
-            self._drop(database)
-            exists = False
-        if not exists:
-            create_database(database)
-        connections.close_all()
-        alias_settings["NAME"] = database
+        filled = options["reuse"] and database_exists(database)
         synthesizer = Synthesizer(options["seed"], settings.EMBEDDING_DIMENSIONS)
-        if options["exact_scan_max"] is not None:
-            legs.VECTOR_EXACT_SCAN_MAX_ROWS = options["exact_scan_max"]
         try:
-            if not exists:
-                call_command("migrate", verbosity=0)
-                self._fill(synthesizer, options["owners"], options["memories"])
-            self._run_queries(synthesizer, options)
-        finally:
-            # The last recalls' stamps are still being written on a background
-            # thread: they must land in the scratch database before the alias
-            # points back at the service's own (where those ids are other rows).
-            drain_stamps()
-            connections.close_all()
-            alias_settings["NAME"] = original
-            if not options["keep"]:
-                self._drop(database)
-
-    # --- scratch database ---------------------------------------------------------
-
-    def _drop(self, name: str) -> None:
-        connections.close_all()
-        drop_database(name)
-        self.stdout.write(f"dropped scratch database {name}")
+            with scratch_database(database, keep=options["keep"], reuse=options["reuse"]):
+                try:
+                    if not filled:
+                        self._fill(synthesizer, options["owners"], options["memories"])
+                    self._run_queries(synthesizer, options)
+                finally:
+                    # The last recalls' stamps are still being written on a background
+                    # thread: they must land in the scratch database before the alias
+                    # points back at the service's own (where those ids are other rows).
+                    drain_stamps()
+        except ScratchRefused as refused:
+            raise CommandError(str(refused))
+        if not options["keep"]:
+            self.stdout.write(f"dropped scratch database {database}")
 
     # --- fill -----------------------------------------------------------------------
 
@@ -474,6 +455,7 @@ class Command(BaseCommand):
                 pipeline=options["pipeline"],
                 token_budget=options["budget"],
                 query_embedding=embedding,
+                exact_scan_max_rows=options["exact_scan_max"],
             )
             elapsed = (time.perf_counter() - started) * 1000
             if index < WARMUP_QUERIES:
@@ -488,7 +470,10 @@ class Command(BaseCommand):
             f"machine: load average {describe_load(load_before)} before the queries; "
             f"{describe_load(load_average())} after"
         )
-        self.stdout.write(f"vector leg exact scan up to {legs.VECTOR_EXACT_SCAN_MAX_ROWS} rows")
+        exact_scan_max = options["exact_scan_max"]
+        if exact_scan_max is None:
+            exact_scan_max = legs.VECTOR_EXACT_SCAN_MAX_ROWS
+        self.stdout.write(f"vector leg exact scan up to {exact_scan_max} rows")
         self.stdout.write(
             f"{len(totals)} queries after {WARMUP_QUERIES} warm-up, "
             f"pipeline {options['pipeline']}, "

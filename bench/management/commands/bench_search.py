@@ -42,8 +42,9 @@ from bench.measure import describe_load, load_average, percentile
 from memories.management.commands.serve import WEB_THREADS, public_site_command
 from memories.models import ApiToken, Memory
 from retrieval.embeddings import LocalEmbeddingProvider, default_local_model_path
+from retrieval.evaluation.scratch import scratch_database
 from retrieval.index import vector_index_paused
-from timothy.scratch import create_database, database_exists, drop_database
+from timothy.scratch import database_exists
 
 BENCH_OWNER = "bench-search-owner"
 
@@ -179,9 +180,7 @@ class Command(BaseCommand):
         if not levels or min(levels) < 1:
             raise CommandError("--concurrency takes levels of at least 1, e.g. 1,4,16.")
         database = options["database"]
-        alias = connections.settings["default"]
-        original = alias["NAME"]
-        if database == original:
+        if database == connection.settings_dict["NAME"]:
             raise CommandError("The scratch database must not be the service's own database.")
         datasets = [Path(path) for path in options["dataset"] or default_datasets()]
         if not datasets:
@@ -189,40 +188,26 @@ class Command(BaseCommand):
         corpus = PersonalCorpus(datasets, options["seed"])
         load_at_start = load_average()
         self.stdout.write(f"machine: load average {describe_load(load_at_start)} at the start")
-        exists = database_exists(database)
-        if exists and not options["reuse"]:
-            self._drop(database)
-            exists = False
-        if not exists:
-            create_database(database)
-        connections.close_all()
-        alias["NAME"] = database
+        filled = options["reuse"] and database_exists(database)
         server = None
-        try:
-            if not exists:
-                call_command("migrate", verbosity=0)
-                call_command("createcachetable", verbosity=0)
-                self._fill(corpus, options["memories"])
-            token = self._token()
-            url = self._database_url(database)
-            connections.close_all()
-            server = self._start_server(url, options)
-            self._measure(server, token, corpus, levels, options)
-        finally:
-            if server is not None:
-                self._stop_server(server)
-            connections.close_all()
-            alias["NAME"] = original
-            if not options["keep"]:
-                self._drop(database)
+        with scratch_database(database, keep=options["keep"], reuse=options["reuse"]):
+            try:
+                if not filled:
+                    call_command("createcachetable", verbosity=0)
+                    self._fill(corpus, options["memories"])
+                token = self._token()
+                url = self._database_url(database)
+                connections.close_all()
+                server = self._start_server(url, options)
+                self._measure(server, token, corpus, levels, options)
+            finally:
+                if server is not None:
+                    self._stop_server(server)
+        if not options["keep"]:
+            self.stdout.write(f"dropped scratch database {database}")
         self.stdout.write(f"machine: load average {describe_load(load_average())} at the end")
 
     # --- scratch database -----------------------------------------------------------
-
-    def _drop(self, name: str) -> None:
-        connections.close_all()
-        drop_database(name)
-        self.stdout.write(f"dropped scratch database {name}")
 
     @staticmethod
     def _database_url(name: str) -> str:
