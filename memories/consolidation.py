@@ -32,9 +32,8 @@ NEAR_DUPLICATE_MIN_COSINE = 0.95
 # Neighbours asked of the vector index per memory; a larger group is still
 # joined up, through the neighbours' own neighbours.
 NEIGHBOURS = 5
-# Candidate list size of the HNSW search (pgvector's default). At 20 the
-# search is faster but about ten times as many probes get lost
-# (docs/consolidation.md).
+# Candidate list size of the HNSW search (pgvector's default). A shorter list
+# searches faster but loses many more probes (docs/consolidation.md).
 HNSW_EF_SEARCH = 40
 # Memories whose neighbours are fetched in one query.
 SCAN_BATCH = 2000

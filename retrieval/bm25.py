@@ -46,8 +46,8 @@ POSTING_REFERENCE_TIME_SQL = (
 
 # N and the average length of an owner's corpus as of a moment in the past
 # (a replay), per (owner, as_of): reading them means reading every active
-# memory of the owner (118 ms at 100k memories). A recall "now" reads the
-# sums the triggers keep instead (OwnerCorpusChange), one index-only read.
+# memory of the owner (docs/benchmarks.md has the cost). A recall "now" reads
+# the sums the triggers keep instead (OwnerCorpusChange), one index-only read.
 _corpus_cache: dict[tuple[int, str], tuple[float, float, float]] = {}
 _corpus_lock = threading.Lock()
 _CORPUS_CACHE_MAX = 10_000

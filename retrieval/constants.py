@@ -136,8 +136,9 @@ TEXT_BM25_B = 0.5
 
 # A recall whose as_of is within this many seconds of now reads BM25's N and
 # average memory length from the owner's corpus sums (OwnerCorpusChange);
-# a replay further in the past counts them from the memories (about 118 ms at
-# 100k) and reuses them this long per (owner, as_of) (docs/benchmarks.md).
+# a replay further in the past counts them from the memories (a read of every
+# active memory of the owner, docs/benchmarks.md) and reuses them this long per
+# (owner, as_of).
 BM25_CORPUS_STATS_TTL_SECONDS = 60.0
 
 # A recall whose as_of lies more than this many seconds in the past replays the
@@ -178,8 +179,8 @@ LEGS = ("vector", "text", "entity")
 
 # Vector leg. The HNSW index serves every owner at once, so a walk filtered to
 # one owner's rows visits about (table rows / owner rows) tuples for each row
-# it keeps, each a heap fetch. Measured on 1M rows, 100 owners of 10k
-# (docs/benchmarks.md): the filtered walk's p95 was about 18× the exact scan's.
+# it keeps, each a heap fetch: for an owner among many, the filtered walk is
+# many times slower than an exact scan of their rows (docs/benchmarks.md).
 # So: owners with up to VECTOR_EXACT_SCAN_MAX_ROWS memories, and owners
 # holding less than HNSW_MIN_OWNER_SHARE of the table, are scanned exactly;
 # the index (with pgvector's iterative scan, so the walk goes on until enough
