@@ -127,7 +127,7 @@ def reembed(
             batch_size=batch_size or settings.EMBEDDING_BATCH_SIZE,
             missing_only=missing_only,
             start_after=start_after,
-            on_batch=lambda stored: progress(stored, total),
+            on_batch=lambda count: progress(count, total),
         )
     # A run (or an import) interrupted while the graph was paused left it
     # missing; any later reembed — `make run` queues one at every start —
