@@ -146,14 +146,14 @@ def _embed_all(provider, rows) -> tuple[int, str]:
     last_id = 0
     while True:
         batch = list(
-            rows.filter(pk__gt=last_id).values_list("pk", "content")[
+            rows.filter(pk__gt=last_id).values_list("pk", "owner_id", "content")[
                 : settings.EMBEDDING_BATCH_SIZE
             ]
         )
         if not batch:
             return embedded, ""
         try:
-            vectors = provider.embed([content for _, content in batch])
+            vectors = provider.embed([content for _, _, content in batch])
             Reembed.store(batch, vectors, missing_only=True)
         except (EmbeddingError, DatabaseError) as error:
             return embedded, str(error).strip()
