@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from io import StringIO
 
 import pytest
@@ -27,6 +28,9 @@ def test_it_loads_make_run_and_reports_latency_throughput_and_lost_writes():
         "4",
         "--warmup",
         "1",
+        # A busy machine may answer nothing in 4 s: measure on until it has.
+        "--min-requests",
+        "2",
         "--web-workers",
         "1",
         "--database",
@@ -35,11 +39,12 @@ def test_it_loads_make_run_and_reports_latency_throughput_and_lost_writes():
     )
     text = out.getvalue()
     assert "filled 300 memories for 1 owner(s)" in text
-    assert "3 clients for 4 s" in text
+    assert re.search(r"3 clients for (\d+(\.\d)?) s", text)
+    assert float(re.search(r"3 clients for (\S+) s", text).group(1)) >= 4
     rows = {line.split()[0]: line.split()[1:] for line in text.splitlines() if line.strip()}
     for kind in ("search", "all"):
         count, p50, p95, p99, slowest = (float(value) for value in rows[kind][:5])
-        assert count > 0
+        assert count >= 2
         assert 0 < p50 <= p95 <= p99 <= slowest
     assert "5xx: 0; without an answer: 0" in text
     assert "(none lost)" in text

@@ -47,6 +47,8 @@ START_SECONDS = 300
 # Searches in a row with every leg answering before the load begins: each
 # gunicorn worker loads its own embedding model.
 WARM_SEARCHES = 6
+# How long --min-requests may stretch the measured window.
+OVERTIME_SECONDS = 600
 
 
 @dataclass
@@ -82,6 +84,14 @@ class Command(BaseCommand):
         parser.add_argument("--seconds", type=float, default=60.0, help="measured duration")
         parser.add_argument(
             "--warmup", type=float, default=10.0, help="seconds of unmeasured load first"
+        )
+        parser.add_argument(
+            "--min-requests",
+            type=int,
+            default=0,
+            help="measure past --seconds until this many searches (and writes, if any) were "
+            f"sent, for at most {OVERTIME_SECONDS // 60} more minutes: a slow machine still "
+            "gives figures (default 0)",
         )
         parser.add_argument("--write-share", type=float, default=0.2)
         parser.add_argument(
@@ -204,14 +214,30 @@ class Command(BaseCommand):
         started = time.monotonic()
         measure_from = started + options["warmup"]
         stop_at = measure_from + options["seconds"]
+        give_up_at = stop_at + OVERTIME_SECONDS
+        wanted = {"search": options["min_requests"]}
+        if options["write_share"] > 0:
+            wanted["write"] = options["min_requests"]
+        measured = Counter()
         self.load_before = os.getloadavg()
+        self.window_end = None
+
+        def measuring(now: float) -> bool:
+            """Whether a request sent now still counts; ends the window once it is over."""
+            with lock:
+                if self.window_end is None and (
+                    now >= give_up_at
+                    or (now >= stop_at and all(measured[k] >= n for k, n in wanted.items()))
+                ):
+                    self.window_end = now
+                return self.window_end is None
 
         def client(number: int, token: str) -> None:
             synthesizer = Synthesizer(options["seed"] + number, settings.EMBEDDING_DIMENSIONS)
             rng = random.Random(options["seed"] * 1000 + number)
             session = requests.Session()
             session.headers["Authorization"] = f"Bearer {token}"
-            while (now := time.monotonic()) < stop_at:
+            while measuring(now := time.monotonic()):
                 topic = rng.randrange(TOPICS)
                 if rng.random() < options["write_share"]:
                     kind, path = "write", "/v1/memories"
@@ -248,6 +274,8 @@ class Command(BaseCommand):
                 )
                 with lock:
                     answers.append(answer)
+                    if answer.measured:
+                        measured[kind] += 1
 
         threads = [
             threading.Thread(target=client, args=(number, token), daemon=True)
@@ -256,12 +284,19 @@ class Command(BaseCommand):
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(timeout=options["warmup"] + options["seconds"] + HTTP_TIMEOUT + 30)
+            thread.join(
+                timeout=options["warmup"]
+                + options["seconds"]
+                + OVERTIME_SECONDS
+                + HTTP_TIMEOUT
+                + 30
+            )
+        self.measured_seconds = (self.window_end or time.monotonic()) - measure_from
         return answers
 
     def _report(self, answers, options, stored, load_after, acknowledged, written) -> None:
         measured = [answer for answer in answers if answer.measured]
-        seconds = options["seconds"]
+        seconds = round(self.measured_seconds, 1)
         self.stdout.write(
             f"load: {options['clients']} clients for {seconds:g} s (after {options['warmup']:g} s "
             f"of warm-up), {options['write_share']:.0%} writes, against make run's gunicorn "
