@@ -41,9 +41,10 @@ from memories.forms import (
     TokenForm,
 )
 from memories.inspector import block_cost, explain, legend
-from memories.models import ApiToken, IllegalTransition, Memory, MemoryEvent, RedactionRefused
+from memories.models import IllegalTransition, Memory, MemoryEvent, RedactionRefused
 from memories.provenance import provenance
 from memories.related import DUPLICATE, QUERY_FAILED, related_for_memories
+from memories.tokens import ApiToken
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
 
