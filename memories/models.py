@@ -931,7 +931,7 @@ class Memory(models.Model):
             owner_id=self.owner_id,
             action=action,
             actor=actor if getattr(actor, "pk", None) else None,
-            via=via,
+            via=MemoryEvent.Via(via),
             reason=reason or "",
             data=data or {},
         )
@@ -1015,15 +1015,25 @@ class MemoryEvent(models.Model):
         DECAYED = "decayed", "Confidence decayed"
         REDACTED = "redacted", "Redacted"
 
+    class Via(models.TextChoices):
+        """The channel a change came through; the pages say "via <label>"."""
+
+        API = "api", "API"
+        PAGE = "page", "these pages"
+        ADMIN = "admin", "admin"
+        COMMAND = "command", "command line"
+        IMPORT = "import", "import"
+        EXTRACTION = "extraction", "extraction"
+        CONSOLIDATION = "consolidation", "consolidation"
+        SYSTEM = "system", "system"
+
     memory = models.ForeignKey(Memory, models.PROTECT, related_name="events")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT, related_name="+")
     action = models.CharField(max_length=16, choices=Action.choices)
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, models.PROTECT, null=True, blank=True, related_name="+"
     )
-    # The channel the change came through: api, page, admin, command, import,
-    # extraction, consolidation, system.
-    via = models.CharField(max_length=16, default="system")
+    via = models.CharField(max_length=16, choices=Via.choices, default=Via.SYSTEM)
     reason = models.TextField(blank=True, default="")
     data = models.JSONField(default=dict, blank=True)
     at = models.DateTimeField(default=timezone.now, db_index=True)
