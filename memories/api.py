@@ -22,8 +22,6 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import BooleanField, Q
-from django.db.models.expressions import RawSQL
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ParseError
@@ -215,20 +213,11 @@ def list_memories(
     if session_id is not None:
         memories = memories.filter(session_id=session_id)
     if entity:
-        memories = memories.filter(
-            RawSQL(
-                "EXISTS (SELECT 1 FROM unnest(entity_refs) AS name WHERE lower(name) = lower(%s))",
-                [entity],
-                output_field=BooleanField(),
-            )
-        )
+        memories = memories.naming(entity)
     if q:
         memories = memories.matching(q)
     if cursor:
-        created_at, memory_id = decode_cursor(cursor)
-        memories = memories.filter(
-            Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=memory_id)
-        )
+        memories = memories.before(*decode_cursor(cursor))
     rows = list(memories.order_by("-created_at", "-id")[: limit + 1])
     next_cursor = encode_cursor(rows[limit - 1]) if len(rows) > limit else None
     return rows[:limit], next_cursor
@@ -384,10 +373,11 @@ class MemoryDetailView(ApiView):
         "409 if N is no longer active); restore a rejected one to the confirmation queue; "
         "reconfirm (reset its decay) or archive an active one; supersede an active or "
         "proposed one with a new version (content, optionally type and entities), answered "
-        "201 with the new head; redact any memory that is not yet redacted (a reason is "
-        "required; chain: true erases every version of its chain): its text, entities and "
-        "embedding are erased for good and the row stays in its chain, answered 200 with "
-        "the redacted memory.",
+        "201 with the new head (an edit that changes nothing writes no version: 200 with "
+        "the memory as it is, a proposal confirmed as it is); redact any memory that is "
+        "not yet redacted (a reason is required; chain: true erases every version of its "
+        "chain): its text, entities and embedding are erased for good and the row stays in "
+        "its chain, answered 200 with the redacted memory.",
         parameters=[MEMORY_ID_PARAMETER, IDEMPOTENCY_PARAMETER],
         request=MemoryActionSerializer,
         responses={
@@ -433,13 +423,16 @@ class MemoryDetailView(ApiView):
         if data["action"] == "supersede":
 
             def supersede() -> Response:
-                new = memory.supersede(
+                new = memory.edit(
                     data["content"],
                     type=data.get("type"),
                     entities=data.get("entities"),
                     confidence=data.get("confidence"),
                     **context,
                 )
+                if new.pk == memory.pk:
+                    # Nothing changed: no version written (a proposal is confirmed as it is).
+                    return Response(memory_to_dict(new))
                 return Response(memory_to_dict(new), status=status.HTTP_201_CREATED)
 
             return supersede

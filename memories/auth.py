@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import authentication, exceptions
 
-from memories.models import ApiToken
+from memories.tokens import ApiToken
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):

@@ -20,7 +20,15 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memories import llm
-from memories.models import IllegalTransition, Memory, MemoryEvent, MemoryType, has_visible_text
+from memories.models import (
+    IllegalTransition,
+    InvalidMemory,
+    Memory,
+    MemoryEvent,
+    MemoryType,
+    check_content,
+    has_visible_text,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -540,7 +548,15 @@ def _merged_text(group: MergeGroup) -> str | None:
     if not isinstance(content, str) or not has_visible_text(content):
         logger.warning("Merge call answered no text; the strongest member gives the text.")
         return None
-    return " ".join(content.split())
+    content = " ".join(content.split())
+    try:
+        check_content(content)
+    except InvalidMemory as error:
+        logger.warning(
+            "Merge call answered a text the store refuses (%s); using the strongest.", error
+        )
+        return None
+    return content
 
 
 def consolidate(owner=None, *, dry_run: bool = False, now: datetime | None = None):

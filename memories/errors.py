@@ -25,7 +25,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from memories.models import BlankContent, IllegalTransition
+from memories.models import IllegalTransition, InvalidMemory
 from timothy.http_errors import error_body
 
 logger = logging.getLogger(__name__)
@@ -146,10 +146,14 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
 
-    if isinstance(exc, BlankContent):
+    if isinstance(exc, InvalidMemory):
+        # A memory rule the request's fields did not catch first (memories/models.py).
         set_rollback()
         return error_response(
-            status.HTTP_400_BAD_REQUEST, "invalid_request", f"content: {exc.message}"
+            status.HTTP_400_BAD_REQUEST,
+            "invalid_request",
+            f"{exc.field}: {exc.message}",
+            {exc.field: [exc.message]},
         )
 
     if isinstance(exc, IllegalTransition):

@@ -22,7 +22,7 @@ from django.db import connection, transaction
 from django.utils.dateparse import parse_datetime
 
 from memories import llm
-from memories.models import Memory, MemoryType, has_visible_text
+from memories.models import InvalidMemory, Memory, MemoryType, check_content, fit_entities
 from memories.related import Probe, related_for_probes
 from retrieval.embeddings import EmbeddingError, get_provider
 
@@ -234,7 +234,9 @@ def _fact_from(item: object, turns: list[Turn]) -> Fact | None:
     if kind not in MemoryType.values or not isinstance(content, str):
         return None
     content = " ".join(content.split())
-    if not has_visible_text(content) or len(content) > settings.MAX_CONTENT_CHARS:
+    try:
+        check_content(content)
+    except InvalidMemory:
         return None
     if isinstance(turn, bool) or not isinstance(turn, int) or not 0 <= turn < len(turns):
         return None
@@ -249,7 +251,8 @@ def _fact_from(item: object, turns: list[Turn]) -> Fact | None:
     return Fact(
         type=kind,
         content=content,
-        entities=[e for e in entities if isinstance(e, str)],
+        # The model's limits, kept quietly: the fact is worth more than a name too many.
+        entities=fit_entities(e for e in entities if isinstance(e, str)),
         confidence=min(1.0, max(0.0, float(confidence))),
         turn=turn,
     )

@@ -1,16 +1,33 @@
-"""Forms of the owner's pages. They validate and shape input; the model methods act."""
+"""Forms of the owner's pages. They validate and shape input; the model methods act.
+
+The limits are the model's (memories/models.py): a field reads them to say
+what is wrong next to it, and its widget passes them on as ``maxlength``.
+"""
 
 from __future__ import annotations
 
 from django import forms
 from django.conf import settings
 
-from memories.models import BlankContent, Memory, has_visible_text
+from memories.models import (
+    MAX_ENTITIES,
+    MAX_ENTITY_CHARS,
+    MAX_REASON_CHARS,
+    MAX_SEARCH_CHARS,
+    BlankContent,
+    InvalidMemory,
+    Memory,
+    check_entities,
+    has_visible_text,
+)
 from memories.vocabulary import type_choices
 from retrieval.constants import LEGS, PIPELINES
 
-REASON_MAX_CHARS = 500
 TOKEN_NAME_MAX_CHARS = 100
+# Entities are typed as one comma-separated line: room for the most names of
+# the longest length, with their separators; the names themselves are checked
+# one by one against the model's limits.
+ENTITIES_LINE_MAX_CHARS = MAX_ENTITIES * (MAX_ENTITY_CHARS + 2)
 
 
 def split_entities(text: str) -> list[str]:
@@ -21,7 +38,7 @@ def split_entities(text: str) -> list[str]:
 class ReasonForm(forms.Form):
     reason = forms.CharField(
         required=False,
-        max_length=REASON_MAX_CHARS,
+        max_length=MAX_REASON_CHARS,
         strip=True,
         label="Reason (optional)",
     )
@@ -38,7 +55,7 @@ class MemoryFieldsForm(forms.Form):
     type = forms.ChoiceField(choices=type_choices)
     entities = forms.CharField(
         required=False,
-        max_length=2000,
+        max_length=ENTITIES_LINE_MAX_CHARS,
         help_text="Separate names with commas.",
         widget=forms.TextInput(attrs={"dir": "auto"}),
     )
@@ -50,7 +67,10 @@ class MemoryFieldsForm(forms.Form):
         return content
 
     def clean_entities(self) -> list[str]:
-        return split_entities(self.cleaned_data["entities"])
+        try:
+            return check_entities(split_entities(self.cleaned_data["entities"]))
+        except InvalidMemory as error:
+            raise forms.ValidationError(error.message, code=error.code)
 
 
 class MemoryAddForm(MemoryFieldsForm):
@@ -64,7 +84,7 @@ class MemoryAddForm(MemoryFieldsForm):
     )
     entities = forms.CharField(
         required=False,
-        max_length=2000,
+        max_length=ENTITIES_LINE_MAX_CHARS,
         label="Entities (optional)",
         help_text="People, places or things it names, separated by commas.",
         widget=forms.TextInput(attrs={"dir": "auto"}),
@@ -80,7 +100,7 @@ class MemoryEditForm(MemoryFieldsForm):
     """A new version of a memory: supersede on an active one, edit-then-confirm on a proposal."""
 
     reason = forms.CharField(
-        required=False, max_length=REASON_MAX_CHARS, strip=True, label="Reason (optional)"
+        required=False, max_length=MAX_REASON_CHARS, strip=True, label="Reason (optional)"
     )
 
     @classmethod
@@ -115,7 +135,7 @@ class MemoryIdsField(forms.Field):
 class MemoryIdsForm(forms.Form):
     ids = MemoryIdsField()
     reason = forms.CharField(
-        required=False, max_length=REASON_MAX_CHARS, strip=True, label="Reason (optional)"
+        required=False, max_length=MAX_REASON_CHARS, strip=True, label="Reason (optional)"
     )
 
 
@@ -125,7 +145,7 @@ class BulkActionForm(forms.Form):
     action = forms.ChoiceField(choices=ACTIONS)
     ids = MemoryIdsField()
     reason = forms.CharField(
-        required=False, max_length=REASON_MAX_CHARS, strip=True, label="Reason (optional)"
+        required=False, max_length=MAX_REASON_CHARS, strip=True, label="Reason (optional)"
     )
 
 
@@ -139,11 +159,11 @@ SORTS = {
 
 
 class MemoryFilterForm(forms.Form):
-    q = forms.CharField(required=False, max_length=200, label="Search text")
+    q = forms.CharField(required=False, max_length=MAX_SEARCH_CHARS, label="Search text")
     status = forms.ChoiceField(required=False, choices=[("", "Any status"), *Memory.Status.choices])
     type = forms.ChoiceField(required=False, choices=[("", "Any type"), *type_choices()])
     source = forms.ChoiceField(required=False, choices=[("", "Any source"), *Memory.Source.choices])
-    entity = forms.CharField(required=False, max_length=200)
+    entity = forms.CharField(required=False, max_length=MAX_ENTITY_CHARS)
     created_from = forms.DateField(
         required=False, label="Created from", widget=forms.DateInput(attrs={"type": "date"})
     )
@@ -213,7 +233,7 @@ class RedactForm(forms.Form):
 
     scope = forms.ChoiceField(choices=SCOPES, initial="version", widget=forms.RadioSelect)
     reason = forms.CharField(
-        max_length=REASON_MAX_CHARS,
+        max_length=MAX_REASON_CHARS,
         strip=True,
         label="Reason",
         help_text="Kept in the history. Say why without repeating what the memory says.",

@@ -34,7 +34,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memories.errors import ApiError
-from memories.models import IdempotencyRecord, IllegalTransition, Memory
+from memories.idempotency_records import IdempotencyRecord
+from memories.models import IllegalTransition, Memory
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"

@@ -31,11 +31,16 @@ from tqdm import tqdm
 
 from memories.memory_json import EXPORT_FIELDS, memory_to_dict
 from memories.models import (
+    MAX_REASON_CHARS,
     REDACTED_CONTENT,
+    BlankContent,
+    InvalidMemory,
     Memory,
     MemoryEvent,
-    has_visible_text,
-    normalize_entities,
+    TooLong,
+    check_content,
+    check_entities,
+    fit_entities,
 )
 from retrieval.entities import EntityFinder, owner_entity_keys
 from retrieval.index import vector_index_paused
@@ -152,12 +157,13 @@ def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str
     content = record.get("content")
     if not isinstance(content, str) or not content.strip():
         raise BadLine("missing content")
-    if not has_visible_text(content):
+    try:
+        check_content(content)
+    except BlankContent:
         raise BadLine("content has no visible text (only spaces or invisible characters)")
-    if len(content) > settings.MAX_CONTENT_CHARS:
+    except TooLong as error:
         raise BadLine(
-            f"content is {len(content)} characters long; at most "
-            f"{settings.MAX_CONTENT_CHARS} are accepted"
+            f"content is {len(content)} characters long; at most {error.limit} are accepted"
         )
     memory_type = _choice(record, "type", TYPES, default=None)
     status = _choice(record, "status", STATUSES, default=DEFAULT_STATUS)
@@ -262,7 +268,10 @@ def _entities(record: dict) -> list[str] | None:
         return None
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise BadLine("entities must be a list of strings")
-    return normalize_entities(value)
+    try:
+        return check_entities(value)
+    except InvalidMemory as error:
+        raise BadLine(f"entities: {error.message}")
 
 
 def _confidence(record: dict) -> float:
@@ -477,7 +486,7 @@ def _insert(
     retrieval app's entity dictionary is counted once for the whole COPY, by a
     statement-level trigger (retrieval/migrations/0003).
     """
-    reason = f"imported from {source_name}" if source_name else "imported"
+    reason = (f"imported from {source_name}" if source_name else "imported")[:MAX_REASON_CHARS]
     # Lines without entities get what the store finds in their text, as any
     # memory written without them does: names the owner's memories or this
     # file already carry, and proper nouns (retrieval/entities.py).
@@ -495,7 +504,7 @@ def _insert(
                 fields = item.fields
                 entities = fields["entity_refs"]
                 if entities is None:
-                    entities = finder.find(fields["content"])
+                    entities = fit_entities(finder.find(fields["content"]))
                     finder.learn(entities)
                 copy.write_row(
                     (

@@ -8,8 +8,6 @@ path, the admin included, can break a chain or remove a row.
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -21,6 +19,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchQuery, SearchVector, SearchVectorField
 from django.db import connection, models, transaction
 from django.db.models import F, Q
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
@@ -38,6 +37,17 @@ EMBEDDING_HNSW_M = 16
 EMBEDDING_HNSW_EF_CONSTRUCTION = 128
 # What a redacted memory says instead of its text (the database allows nothing else).
 REDACTED_CONTENT = "[redacted]"
+
+# What a memory and a change to it may hold, however they come in (API, pages,
+# import, extraction, consolidation): the constructors, ``supersede`` and
+# ``log`` enforce them; forms, serializers and import read them to shape their
+# messages (docs/api.md "Limits"). The longest content is a setting,
+# ``settings.MAX_CONTENT_CHARS`` (TIMOTHY_MAX_CONTENT_CHARS), read on each call.
+MAX_ENTITIES = 50
+MAX_ENTITY_CHARS = 200
+MAX_REASON_CHARS = 1000
+# The longest search text of a memory list (``MemoryQuerySet.matching``).
+MAX_SEARCH_CHARS = 500
 
 
 class MemoryIsPermanent(Exception):
@@ -63,19 +73,83 @@ def has_visible_text(text: str) -> bool:
     )
 
 
-class BlankContent(ValueError):
+class InvalidMemory(ValueError):
+    """A value that breaks a memory rule: ``field`` names it, ``message`` says why.
+
+    The API answers it 400 (``"<field>: <message>"``), the pages as the field's
+    form error, import as the line's error.
+    """
+
+    def __init__(self, field: str, message: str, code: str = "invalid") -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+        self.code = code
+
+
+class BlankContent(InvalidMemory):
     """Content with nothing a reader can see: it would be a memory that looks empty."""
 
     message = "Content must have visible text, not only spaces or invisible characters."
 
     def __init__(self) -> None:
-        super().__init__(self.message)
+        super().__init__("content", self.message, "blank")
+
+
+class TooLong(InvalidMemory):
+    def __init__(self, field: str, length: int, limit: int) -> None:
+        super().__init__(
+            field, f"At most {limit} characters are accepted; this is {length}.", "max_length"
+        )
+        self.limit = limit
 
 
 def check_content(content: str) -> str:
     if not has_visible_text(content):
         raise BlankContent
+    # A setting: read on each call, not once at import.
+    if len(content) > settings.MAX_CONTENT_CHARS:
+        raise TooLong("content", len(content), settings.MAX_CONTENT_CHARS)
     return content
+
+
+def check_entities(entities: Iterable[str]) -> list[str]:
+    """Entities as stored (``normalize_entities``), or ``InvalidMemory`` beyond the limits."""
+    names = normalize_entities(entities)
+    if len(names) > MAX_ENTITIES:
+        raise InvalidMemory(
+            "entities",
+            f"At most {MAX_ENTITIES} entities are accepted; these are {len(names)}.",
+            "max_items",
+        )
+    for name in names:
+        if len(name) > MAX_ENTITY_CHARS:
+            raise InvalidMemory(
+                "entities",
+                f"An entity is at most {MAX_ENTITY_CHARS} characters; "
+                f"“{name[:40]}…” is {len(name)}.",
+                "max_length",
+            )
+    return names
+
+
+def fit_entities(entities: Iterable[str]) -> list[str]:
+    """Entities nobody typed (found in the text, a merge's union, an LLM's list)
+    cut to the limits: over-long names left out, the first ``MAX_ENTITIES`` kept."""
+    names = [name for name in normalize_entities(entities) if len(name) <= MAX_ENTITY_CHARS]
+    return names[:MAX_ENTITIES]
+
+
+def check_reason(reason: str) -> str:
+    if len(reason or "") > MAX_REASON_CHARS:
+        raise TooLong("reason", len(reason), MAX_REASON_CHARS)
+    return reason or ""
+
+
+def check_search(text: str) -> str:
+    if len(text) > MAX_SEARCH_CHARS:
+        raise TooLong("q", len(text), MAX_SEARCH_CHARS)
+    return text
 
 
 class IllegalTransition(Exception):
@@ -135,12 +209,33 @@ class MemoryQuerySet(models.QuerySet):
             status__in=(Memory.Status.ACTIVE, Memory.Status.PROPOSED), embedding__isnull=True
         )
 
+    def naming(self, entity: str) -> MemoryQuerySet:
+        """Memories with ``entity`` among their entities: the whole name, ignoring
+        case and spacing (as stored: trimmed, inner spaces single)."""
+        name = " ".join(entity.split())
+        return self.filter(
+            RawSQL(
+                "EXISTS (SELECT 1 FROM unnest(entity_refs) AS name WHERE lower(name) = lower(%s))",
+                [name],
+                output_field=models.BooleanField(),
+            )
+        )
+
+    def before(self, created_at: datetime, memory_id: int) -> MemoryQuerySet:
+        """Memories after this one in newest-first order (``created_at``, then id):
+        the next page of a cursor-paginated list."""
+        return self.filter(
+            Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=memory_id)
+        )
+
     def matching(self, text: str) -> MemoryQuerySet:
         """Memories whose content matches a search, the same for the pages and the API.
 
         Every word and "quoted phrase" appears, ignoring case and accents, and no
         -excluded one does; or English full-text search matches (memories/matching.py).
+        At most ``MAX_SEARCH_CHARS`` characters.
         """
+        check_search(text)
         full_text = Q(tsv=SearchQuery(text, config="english", search_type="websearch"))
         terms = search_terms(text)
         if not terms.include:
@@ -461,6 +556,9 @@ class Memory(models.Model):
         action: str,
     ) -> Memory:
         check_content(content)
+        given = check_entities(entities)
+        check_reason(reason)
+        MemoryEvent.Via(via)
         now = timezone.now()
         with transaction.atomic():
             memory = cls.objects.create(
@@ -468,7 +566,7 @@ class Memory(models.Model):
                 type=type,
                 content=content,
                 status=status,
-                entity_refs=normalize_entities(entities) or _found_entities(owner.pk, content),
+                entity_refs=given or _found_entities(owner.pk, content),
                 confidence=confidence,
                 source=source,
                 session_id=session_id,
@@ -598,12 +696,15 @@ class Memory(models.Model):
 
         Written by the owner, it carries the owner's confidence (1.0) and
         source (remember), not the assistant's; the proposal stays in its
-        chain. Returns the new head.
+        chain. Returns the new head; an edit that changes nothing
+        (``is_unchanged_by``) confirms the proposal as it is and returns it.
         """
         with transaction.atomic():
             row = self._locked()
             if row.status != Memory.Status.PROPOSED:
                 raise IllegalTransition(row, "confirm")
+            if row.is_unchanged_by(content, type=type, entities=entities):
+                return self.confirm(actor=actor, via=via, reason=reason)
             new = self.supersede(
                 content,
                 type=type,
@@ -672,6 +773,64 @@ class Memory(models.Model):
             event=MemoryEvent.Action.ARCHIVED,
         )
 
+    def is_unchanged_by(
+        self,
+        content: str | None = None,
+        *,
+        type: str | None = None,
+        entities: Iterable[str] | None = None,
+        confidence: float | None = None,
+    ) -> bool:
+        """Would a new version with these values say exactly what this one says?
+        (``None``: keep this one's; entities as ``supersede`` would give them.)"""
+        if content is not None and content != self.content:
+            return False
+        if type is not None and type != self.type:
+            return False
+        if confidence is not None and confidence != self.confidence:
+            return False
+        return _successor_entities(self, content, entities) == list(self.entity_refs)
+
+    def edit(
+        self,
+        content: str | None = None,
+        *,
+        type: str | None = None,
+        entities: Iterable[str] | None = None,
+        confidence: float | None = None,
+        actor=None,
+        via: str = "api",
+        reason: str = "",
+    ) -> Memory:
+        """``supersede``, unless the edit changes nothing (``is_unchanged_by``):
+        then an active memory stays as it is and nothing is written, not even an
+        event, and a proposal is confirmed as it is. Returns the head: this
+        memory when no version was written. The pages' edit and the API's
+        supersede both come here.
+        """
+        if content is not None:
+            check_content(content)
+        if entities is not None:
+            entities = check_entities(entities)
+        check_reason(reason)
+        with transaction.atomic():
+            row = self._locked()
+            if row.status in (Memory.Status.ACTIVE, Memory.Status.PROPOSED) and row.is_unchanged_by(
+                content, type=type, entities=entities, confidence=confidence
+            ):
+                if row.status == Memory.Status.ACTIVE:
+                    return self._refresh_from(row)
+                return self.confirm(actor=actor, via=via, reason=reason)
+            return self.supersede(
+                content,
+                type=type,
+                entities=entities,
+                confidence=confidence,
+                actor=actor,
+                via=via,
+                reason=reason,
+            )
+
     def supersede(
         self,
         content: str | None = None,
@@ -692,6 +851,10 @@ class Memory(models.Model):
         """
         if content is not None:
             check_content(content)
+        if entities is not None:
+            entities = check_entities(entities)
+        check_reason(reason)
+        MemoryEvent.Via(via)
         with transaction.atomic():
             old = self._locked()
             if old.status not in (Memory.Status.ACTIVE, Memory.Status.PROPOSED):
@@ -751,6 +914,8 @@ class Memory(models.Model):
         the latest of the members'. All or nothing.
         """
         check_content(content)
+        check_reason(reason)
+        MemoryEvent.Via(via)
         ids = sorted({m.pk if isinstance(m, Memory) else int(m) for m in memories})
         if len(ids) < 2:
             raise ValueError("A merge needs at least two memories.")
@@ -777,7 +942,8 @@ class Memory(models.Model):
                 type=type or by_strength[0].type,
                 content=content,
                 status=cls.Status.ACTIVE,
-                entity_refs=normalize_entities(entities),
+                # The members keep all of theirs in the chain.
+                entity_refs=fit_entities(entities),
                 confidence=max(row.confidence for row in rows),
                 source=cls.Source.CONSOLIDATION,
                 session_id="",
@@ -933,8 +1099,8 @@ class Memory(models.Model):
             owner_id=self.owner_id,
             action=action,
             actor=actor if getattr(actor, "pk", None) else None,
-            via=via,
-            reason=reason or "",
+            via=MemoryEvent.Via(via),
+            reason=check_reason(reason),
             data=data or {},
         )
 
@@ -970,7 +1136,7 @@ def _found_entities(owner_id: int, content: str) -> list[str]:
     """Entities for a memory written without any (retrieval/entities.py)."""
     from retrieval.entities import entities_for
 
-    return entities_for(owner_id, content)
+    return fit_entities(entities_for(owner_id, content))
 
 
 def _successor_entities(
@@ -1017,15 +1183,25 @@ class MemoryEvent(models.Model):
         DECAYED = "decayed", "Confidence decayed"
         REDACTED = "redacted", "Redacted"
 
+    class Via(models.TextChoices):
+        """The channel a change came through; the pages say "via <label>"."""
+
+        API = "api", "API"
+        PAGE = "page", "these pages"
+        ADMIN = "admin", "admin"
+        COMMAND = "command", "command line"
+        IMPORT = "import", "import"
+        EXTRACTION = "extraction", "extraction"
+        CONSOLIDATION = "consolidation", "consolidation"
+        SYSTEM = "system", "system"
+
     memory = models.ForeignKey(Memory, models.PROTECT, related_name="events")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT, related_name="+")
     action = models.CharField(max_length=16, choices=Action.choices)
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, models.PROTECT, null=True, blank=True, related_name="+"
     )
-    # The channel the change came through: api, page, admin, command, import,
-    # extraction, consolidation, system.
-    via = models.CharField(max_length=16, default="system")
+    via = models.CharField(max_length=16, choices=Via.choices, default=Via.SYSTEM)
     reason = models.TextField(blank=True, default="")
     data = models.JSONField(default=dict, blank=True)
     at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -1048,100 +1224,7 @@ class MemoryEvent(models.Model):
         raise MemoryIsPermanent()
 
 
-TOKEN_PREFIX = "tm_"
-
-
-class ApiTokenQuerySet(models.QuerySet):
-    def live(self) -> ApiTokenQuerySet:
-        return self.filter(revoked_at__isnull=True)
-
-    def delete(self):
-        raise MemoryIsPermanent()
-
-
-class ApiToken(models.Model):
-    """A bearer token for the public API. Only its hash is stored."""
-
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT, related_name="api_tokens")
-    name = models.CharField(max_length=100, blank=True, default="")
-    # The first characters of the token, so the owner can tell tokens apart.
-    prefix = models.CharField(max_length=16)
-    digest = models.CharField(max_length=64, unique=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-
-    objects = ApiTokenQuerySet.as_manager()
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-
-    def __str__(self) -> str:
-        return f"{self.prefix}… ({self.name or 'unnamed'})"
-
-    @staticmethod
-    def digest_of(raw: str) -> str:
-        # Tokens carry 256 bits of randomness, so a plain SHA-256 is enough;
-        # a slow password hash would only slow every request.
-        return hashlib.sha256(raw.encode()).hexdigest()
-
-    @classmethod
-    def issue(cls, owner, name: str = "") -> tuple[ApiToken, str]:
-        """Create a token; return it and the raw secret (shown once, never stored)."""
-        raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        token = cls.objects.create(
-            owner=owner, name=name, prefix=raw[:10], digest=cls.digest_of(raw)
-        )
-        return token, raw
-
-    @classmethod
-    def authenticate(cls, raw: str) -> ApiToken | None:
-        if not raw or not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
-            return None
-        token = (
-            cls.objects.live()
-            .select_related("owner")
-            .filter(digest=cls.digest_of(raw), owner__is_active=True)
-            .first()
-        )
-        if token is None:
-            return None
-        now = timezone.now()
-        # Stamp at most once a minute: every request must not be a write.
-        if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
-            cls.objects.filter(pk=token.pk).update(last_used_at=now)
-            token.last_used_at = now
-        return token
-
-    @property
-    def is_revoked(self) -> bool:
-        return self.revoked_at is not None
-
-    def revoke(self) -> None:
-        if self.revoked_at is None:
-            self.revoked_at = timezone.now()
-            self.save(update_fields=["revoked_at"])
-
-    def delete(self, *args, **kwargs):
-        raise MemoryIsPermanent()
-
-
-class IdempotencyRecord(models.Model):
-    """The first answer to a creating call made with an ``Idempotency-Key``."""
-
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT, related_name="+")
-    # SHA-256 of the key, never the key: a client may build keys from what it stores.
-    key_digest = models.CharField(max_length=64)
-    # Method and path the key was used on, and a hash of the body: the same key
-    # with a different request is a client error, not a replay. After a
-    # redaction of what it wrote, the hash is gone (memories/idempotency.py).
-    endpoint = models.CharField(max_length=200)
-    request_hash = models.CharField(max_length=64)
-    response_status = models.PositiveSmallIntegerField()
-    response_body = models.JSONField()
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["owner", "key_digest"], name="idempotency_owner_key"),
-        ]
+# Models of their own modules, imported here so that Django registers them
+# (and older imports from memories.models keep working).
+from memories.idempotency_records import IdempotencyRecord  # noqa: E402, F401
+from memories.tokens import TOKEN_PREFIX, ApiToken, ApiTokenQuerySet  # noqa: E402, F401

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memories.models import ApiToken
+from memories.tokens import ApiToken
 
 # The key of Memory.metadata that names the API token a memory was created with.
 API_TOKEN_KEY = "api_token"

@@ -156,7 +156,7 @@ def erase_copies(
 
     result.idempotency_records = redact_records(owner_id, redacted, text_needles)
     if result.idempotency_records:
-        from memories.models import IdempotencyRecord
+        from memories.idempotency_records import IdempotencyRecord
 
         tables.add(IdempotencyRecord._meta.db_table)
 

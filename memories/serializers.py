@@ -17,16 +17,24 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
-from memories.models import BlankContent, Memory, MemoryEvent, has_visible_text
+from memories.models import (
+    MAX_ENTITIES,
+    MAX_ENTITY_CHARS,
+    MAX_REASON_CHARS,
+    MAX_SEARCH_CHARS,
+    BlankContent,
+    Memory,
+    MemoryEvent,
+    has_visible_text,
+)
 from retrieval.constants import PIPELINES
 from retrieval.names import PROFILE_NAMES
 
-# Limits on what a client may send (beyond settings.MAX_CONTENT_CHARS).
-MAX_ENTITIES = 50
-MAX_ENTITY_CHARS = 200
-MAX_SESSION_ID_CHARS = 200
-MAX_REASON_CHARS = 1000
-MAX_FILTER_CHARS = 500
+# The memory rules' limits are the model's (MAX_ENTITIES, MAX_ENTITY_CHARS,
+# MAX_REASON_CHARS, MAX_SEARCH_CHARS, settings.MAX_CONTENT_CHARS): the fields
+# below read them, so that a client hears of a broken rule with the field's name.
+MAX_SESSION_ID_CHARS = Memory._meta.get_field("session_id").max_length
+MAX_CURSOR_CHARS = 500
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
 
@@ -272,16 +280,20 @@ class MemoryListQuerySerializer(StrictSerializer):
     )
     type = serializers.ChoiceField(choices=Memory.Type.choices, required=False)
     entity = serializers.CharField(
-        required=False, max_length=MAX_ENTITY_CHARS, help_text="Case-insensitive, exact name."
+        required=False,
+        max_length=MAX_ENTITY_CHARS,
+        help_text="An entity's whole name, ignoring case and spacing.",
     )
     q = serializers.CharField(
         required=False,
-        max_length=MAX_FILTER_CHARS,
-        help_text="Text search, ignoring case and accents.",
+        max_length=MAX_SEARCH_CHARS,
+        help_text="Text search, the same as the memories page's: every word and "
+        '"quoted phrase" appears (ignoring case and accents) and no -word does, or '
+        "English full-text search matches.",
     )
     session_id = serializers.CharField(required=False, max_length=MAX_SESSION_ID_CHARS)
     cursor = serializers.CharField(
-        required=False, max_length=MAX_FILTER_CHARS, help_text="next_cursor of the previous page."
+        required=False, max_length=MAX_CURSOR_CHARS, help_text="next_cursor of the previous page."
     )
     limit = serializers.IntegerField(
         required=False, min_value=1, max_value=MAX_PAGE_SIZE, default=DEFAULT_PAGE_SIZE

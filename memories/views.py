@@ -17,8 +17,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import BooleanField, Count
-from django.db.models.expressions import RawSQL
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -29,7 +28,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from memories.diff import DiffPiece, word_diff
 from memories.forms import (
-    REASON_MAX_CHARS,
     BulkActionForm,
     InspectForm,
     MemoryAddForm,
@@ -41,9 +39,17 @@ from memories.forms import (
     TokenForm,
 )
 from memories.inspector import block_cost, explain, legend
-from memories.models import ApiToken, IllegalTransition, Memory, MemoryEvent, RedactionRefused
+from memories.models import (
+    MAX_REASON_CHARS,
+    IllegalTransition,
+    InvalidMemory,
+    Memory,
+    MemoryEvent,
+    RedactionRefused,
+)
 from memories.provenance import provenance
 from memories.related import DUPLICATE, QUERY_FAILED, related_for_memories
+from memories.tokens import ApiToken
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
 
@@ -82,6 +88,11 @@ def owner_time_zone(view: Callable[..., HttpResponse]) -> Callable[..., HttpResp
             return view(request, *args, **kwargs)
 
     return wrapper
+
+
+def _add_rule_error(form, error: InvalidMemory) -> None:
+    """A memory rule the form's own checks did not catch, shown next to its field."""
+    form.add_error(error.field if error.field in form.fields else None, error.message)
 
 
 def _owned(request: HttpRequest, pk: int) -> Memory:
@@ -301,13 +312,15 @@ def reject(request: HttpRequest, pk: int) -> HttpResponse:
     duplicate_of = _replaced(request)
     form = ReasonForm(request.POST)
     if not form.is_valid():
-        messages.error(request, f"The reason is too long ({REASON_MAX_CHARS} characters at most).")
+        messages.error(request, f"The reason is too long ({MAX_REASON_CHARS} characters at most).")
         return _back(request, "queue")
     reason = form.cleaned_data["reason"]
     if duplicate_of is not None:
         reason = f"Duplicate of memory {duplicate_of.pk} {_quote(duplicate_of)}" + (
             f": {reason}" if reason else ""
         )
+        # The note on the duplicate must not push a reason of full length over the limit.
+        reason = Truncator(reason).chars(MAX_REASON_CHARS)
     try:
         memory.reject(actor=request.user, via=VIA, reason=reason)
     except IllegalTransition as error:
@@ -345,7 +358,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
         return render(
             request,
             "memories/queue_bulk_reject.html",
-            {"memories": memories, "reason": reason},
+            {"memories": memories, "reason": reason, "reason_form": ReasonForm()},
         )
     done, failures = [], []
     for memory in memories:
@@ -411,13 +424,7 @@ def _filtered(owner, form: MemoryFilterForm):
         if data[name]:
             memories = memories.filter(**{name: data[name]})
     if data["entity"]:
-        memories = memories.filter(
-            RawSQL(
-                "EXISTS (SELECT 1 FROM unnest(entity_refs) AS e WHERE lower(e) = lower(%s))",
-                [data["entity"].strip()],
-                output_field=BooleanField(),
-            )
-        )
+        memories = memories.naming(data["entity"])
     if data["created_from"]:
         memories = memories.filter(created_at__date__gte=data["created_from"])
     if data["created_to"]:
@@ -475,14 +482,23 @@ def memory_add(request: HttpRequest) -> HttpResponse:
             status=status,
         )
     data = form.cleaned_data
-    memory = Memory.remember(
-        request.user,
-        data["content"],
-        data["type"],
-        entities=data["entities"],
-        actor=request.user,
-        via=VIA,
-    )
+    try:
+        memory = Memory.remember(
+            request.user,
+            data["content"],
+            data["type"],
+            entities=data["entities"],
+            actor=request.user,
+            via=VIA,
+        )
+    except InvalidMemory as error:
+        _add_rule_error(form, error)
+        return render(
+            request,
+            "memories/memory_add.html",
+            {"form": form, "next": _safe_next(request)},
+            status=400,
+        )
     messages.success(request, f"Remembered {_quote(memory)} (#{memory.pk}). It is active now.")
     return _back(request, "memory-list")
 
@@ -593,21 +609,10 @@ def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         return render(request, "memories/memory_edit.html", context | {"form": form})
     data = form.cleaned_data
-    unchanged = (
-        data["content"] == memory.content
-        and data["type"] == memory.type
-        and data["entities"] == list(memory.entity_refs)
-    )
+    was_proposal = memory.status == Memory.Status.PROPOSED
+    # Both write nothing new for an edit that changes nothing (Memory.is_unchanged_by).
+    change = memory.confirm_edited if was_proposal else memory.edit
     try:
-        if unchanged and memory.status == Memory.Status.ACTIVE:
-            messages.info(request, "Nothing changed, so no new version was written.")
-            return redirect("memory-detail", pk=memory.pk)
-        if unchanged:
-            memory.confirm(actor=request.user, via=VIA, reason=data["reason"])
-            messages.success(request, f"Confirmed {_quote(memory)} unchanged")
-            return _back(request, "memory-detail", pk=memory.pk)
-        was_proposal = memory.status == Memory.Status.PROPOSED
-        change = memory.confirm_edited if was_proposal else memory.supersede
         new = change(
             data["content"],
             type=data["type"],
@@ -618,6 +623,15 @@ def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
         )
     except IllegalTransition as error:
         messages.error(request, error.message)
+        return redirect("memory-detail", pk=memory.pk)
+    except InvalidMemory as error:
+        _add_rule_error(form, error)
+        return render(request, "memories/memory_edit.html", context | {"form": form})
+    if new.pk == memory.pk and was_proposal:
+        messages.success(request, f"Confirmed {_quote(memory)} unchanged")
+        return _back(request, "memory-detail", pk=memory.pk)
+    if new.pk == memory.pk:
+        messages.info(request, "Nothing changed, so no new version was written.")
         return redirect("memory-detail", pk=memory.pk)
     if was_proposal:
         messages.success(request, f"Confirmed your edited version {_quote(new)}")

@@ -7,19 +7,10 @@ differ the pages show both: "Fact (semantic)".
 
 from __future__ import annotations
 
-from memories.models import Memory
+from memories.models import Memory, MemoryEvent
 
-# The channel an event came through (MemoryEvent.via).
-VIA_LABELS = {
-    "api": "API",
-    "page": "these pages",
-    "admin": "admin",
-    "command": "command line",
-    "import": "import",
-    "extraction": "extraction",
-    "consolidation": "consolidation",
-    "system": "system",
-}
+# The channel an event came through, as the pages say it ("via these pages").
+VIA_LABELS = dict(MemoryEvent.Via.choices)
 
 # Memory.Source, short enough for a table column.
 SOURCE_SHORT_LABELS = {

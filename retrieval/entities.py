@@ -22,13 +22,13 @@ from collections.abc import Callable, Iterable
 
 from django.db import connection, transaction
 
-from memories.models import Memory, normalize_entities
+from memories.models import MAX_ENTITIES, Memory, normalize_entities
 from retrieval.models import OwnerEntity
 
 # Longest run of words looked up as one known name.
 MAX_NAME_WORDS = 5
-# Most entities kept for one memory.
-MAX_FOUND = 50
+# Most entities kept for one memory: the model's limit.
+MAX_FOUND = MAX_ENTITIES
 
 # Lower-case words that may join capitalised words inside one name ("Bank of
 # England", "Vincent van Gogh"); "and" and "in" would glue neighbours together.

@@ -144,3 +144,24 @@ def test_it_answers_404_for_an_unknown_id(alice_api, memory_id):
     response = alice_api.post(f"/v1/memories/{memory_id}", {"action": "confirm"})
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "not_found"
+
+
+def test_it_writes_nothing_for_an_unchanged_supersede(alice_api, alice):
+    memory = Memory.remember(alice, "Alice lives in Lyon.", Memory.Type.SEMANTIC, entities=["Lyon"])
+    events = memory.events.count()
+    response = act(
+        alice_api, memory.pk, "supersede", content="Alice lives in Lyon.", entities=[" Lyon "]
+    )
+    assert response.status_code == 200
+    assert response.json()["id"] == memory.pk
+    assert response.json()["status"] == "active"
+    assert Memory.objects.count() == 1
+    assert memory.events.count() == events
+
+
+def test_it_confirms_a_proposal_superseded_unchanged(alice_api, alice):
+    memory = Memory.propose(alice, "Alice went to Rome.", Memory.Type.EPISODIC)
+    response = act(alice_api, memory.pk, "supersede", content="Alice went to Rome.")
+    assert response.status_code == 200
+    assert (response.json()["id"], response.json()["status"]) == (memory.pk, "active")
+    assert Memory.objects.count() == 1

@@ -106,3 +106,30 @@ def test_it_rejects_bad_filters(alice_api, params):
     response = alice_api.get("/v1/memories", params=params)
     assert response.status_code == 400
     assert response.json()["error"]["code"] in {"invalid_request", "invalid_cursor"}
+
+
+def test_it_filters_by_entity_ignoring_spacing(alice_api, alice):
+    wanted = make_memory(alice, "Lives in Berlin Mitte.", entities=["Berlin Mitte"])
+    response = alice_api.get("/v1/memories", params={"entity": "  berlin   mitte "})
+    assert ids(response) == [wanted.pk]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"q": "PASTEIS"},
+        {"q": "nata -pastéis"},
+        {"q": '"de nata"'},
+        {"q": "seats"},
+        {"entity": " LISBON "},
+        {"q": "nata", "entity": "lisbon"},
+    ],
+)
+def test_it_filters_as_the_memories_page_does(alice_api, alice, client, params):
+    make_memory(alice, "Loves pastéis de nata.", entities=["Lisbon"])
+    make_memory(alice, "Buys natas in Lisbon.", entities=["Lisbon"])
+    make_memory(alice, "Prefers aisle seat.", entities=["flights"])
+    client.force_login(alice)
+    page = client.get("/memories/", {**params, "status": "active"})
+    on_page = [memory.pk for memory in page.context["memories"]]
+    assert ids(alice_api.get("/v1/memories", params=params)) == on_page

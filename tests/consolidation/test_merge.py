@@ -125,6 +125,18 @@ def test_it_falls_back_to_the_strongest_text_when_the_llm_fails(planted, fake_ll
     )
 
 
+def test_it_falls_back_to_the_strongest_text_when_the_llm_writes_too_much(
+    planted, fake_llm, settings
+):
+    settings.MAX_CONTENT_CHARS = 30
+    fake_llm.queue(CHAT, chat_answer({"content": "Alice drinks green tea, every single day."}))
+    _, outcome = consolidation.consolidate()
+    assert outcome.merged_groups == 1
+    assert (
+        Memory.objects.get(source=Memory.Source.CONSOLIDATION).content == "Alice loves green tea."
+    )
+
+
 def test_it_never_merges_across_owners(alice, bob, settings):
     settings.LLM_BASE_URL = ""
     make_memory(alice, "Likes tea.", embedding=axis(0))

@@ -13,7 +13,7 @@ from django.db import connection, transaction
 
 from memories import io
 from memories.io import PROGRESS_MIN_BYTES
-from memories.models import Memory, MemoryEvent
+from memories.models import MAX_ENTITIES, MAX_ENTITY_CHARS, Memory, MemoryEvent
 from retrieval.models import OwnerEntity
 
 pytestmark = pytest.mark.django_db
@@ -149,6 +149,11 @@ BAD_LINES = [
     ({"type": "semantic"}, "missing content"),
     ({"content": "   ", "type": "semantic"}, "missing content"),
     ({"content": "x" * (settings.MAX_CONTENT_CHARS + 1), "type": "semantic"}, "at most"),
+    (
+        {**GOOD, "entities": [f"name {n}" for n in range(MAX_ENTITIES + 1)]},
+        f"entities: At most {MAX_ENTITIES} entities",
+    ),
+    ({**GOOD, "entities": ["x" * (MAX_ENTITY_CHARS + 1)]}, "entities: An entity is at most"),
     ({"content": "A fact."}, "missing type"),
     ({**GOOD, "type": "gossip"}, "unknown type 'gossip'"),
     ({**GOOD, "status": "deleted"}, "unknown status 'deleted'"),

@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from memories.models import Memory
+from memories.models import MAX_REASON_CHARS, Memory
 from tests.base import make_memory
 from tests.pages.conftest import flashes
 
@@ -91,7 +91,9 @@ def test_it_rejects_with_a_reason(alice_client, alice):
 def test_it_refuses_an_overlong_reason(alice_client, alice):
     memory = propose(alice, "Alice has a cat.")
     response = alice_client.post(
-        reverse("memory-reject", args=[memory.pk]), {"reason": "x" * 501}, follow=True
+        reverse("memory-reject", args=[memory.pk]),
+        {"reason": "x" * (MAX_REASON_CHARS + 1)},
+        follow=True,
     )
     memory.refresh_from_db()
     assert memory.status == Memory.Status.PROPOSED

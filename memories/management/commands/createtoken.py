@@ -10,7 +10,7 @@ from django.core.management.base import CommandError
 from django.db import transaction
 
 from memories.management.base import SchemaCommand
-from memories.models import ApiToken
+from memories.tokens import ApiToken
 
 
 class Command(SchemaCommand):
