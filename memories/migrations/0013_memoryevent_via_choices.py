@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memories", "0011_embedding_catch_up_schedule"),
+        ("memories", "0012_daily_maintenance_schedule"),
     ]
 
     operations = [
