@@ -260,7 +260,6 @@ class Memory(models.Model):
         ordering = ["-created_at", "-id"]
         indexes = [
             GinIndex(fields=["tsv"], name="memory_tsv_gin"),
-            GinIndex(fields=["entity_refs"], name="memory_entity_refs_gin"),
             HnswIndex(
                 name="memory_embedding_hnsw",
                 fields=["embedding"],

@@ -218,20 +218,20 @@ def memory_row_entities(owner_id, query, as_of, types=None, limit=30):
             SELECT m.id FROM memories_memory m
             CROSS JOIN LATERAL (
                 SELECT count(*) AS matched, min(w.memories) AS rarest
-                FROM unnest(timothy_owner_entity_keys(m.owner_id, m.entity_refs)) AS k(key)
+                FROM (SELECT DISTINCT lower(ref) FROM unnest(m.entity_refs) AS ref) AS k(key)
                 JOIN unnest(%(keys)s::text[], %(counts)s::int[]) AS w(key, memories) USING (key)
             ) AS named
             WHERE m.owner_id = %(owner_id)s AND m.status = 'active'
               AND m.created_at <= %(as_of)s
               {"AND m.type = ANY(%(types)s)" if types else ""}
-              AND timothy_owner_entity_keys(m.owner_id, m.entity_refs) && %(keys)s::text[]
+              AND named.matched > 0
             ORDER BY named.matched DESC, named.rarest ASC, {REFERENCE_TIME_SQL} DESC, m.id DESC
             LIMIT %(limit)s
             """,
             {
                 "owner_id": owner_id,
                 "as_of": as_of,
-                "keys": [f"{owner_id}:{key}" for key in named],
+                "keys": list(named),
                 "counts": list(named.values()),
                 "types": list(types or ()),
                 "limit": limit,
