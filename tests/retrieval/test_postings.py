@@ -1,7 +1,7 @@
 """Postings, the text and entity legs' inverted index (retrieval 0004).
 
 After every kind of write the trigger-kept postings must equal what
-``timothy_rebuild_postings()`` builds from scratch, and the legs that read
+``index.rebuild()`` builds from scratch, and the legs that read
 them must rank exactly as the same SQL over the memory rows did.
 """
 
@@ -15,6 +15,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memories.models import Memory
+from retrieval import index
 from retrieval.bm25 import REFERENCE_TIME_SQL, bm25_scores
 from retrieval.constants import BM25_K1, TEXT_BM25_B
 from retrieval.legs import LegRequest, entity_candidates, entity_leg
@@ -43,8 +44,7 @@ def postings() -> set[tuple]:
 
 def assert_matches_rebuild() -> set[tuple]:
     kept = postings()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT timothy_rebuild_postings()")
+    index.rebuild()
     assert kept == postings()
     return kept
 
