@@ -69,7 +69,8 @@ class Trigger:
     maintains: str  # a key of DERIVED_TABLES
 
 
-# What each derived table holds, and the function that recounts it from the memories.
+# The derived tables, by the names messages give them, and the functions
+# that recount each from the memories (optionally one owner's rows: retrieval 0008).
 DERIVED_TABLES = {
     "postings": Posting._meta.db_table,
     "entity dictionary": OwnerEntity._meta.db_table,
@@ -114,7 +115,6 @@ FUNCTIONS = tuple(
         + [COMPACT_FUNCTION]
     )
 )
-INDEXES = (HNSW_INDEX, COVERING_INDEX)
 
 # A bulk load pauses the graph when it brings at least this share of the
 # vectors the index will hold, and at least this many: a live insert cost
