@@ -355,7 +355,6 @@ class Memory(models.Model):
         ordering = ["-created_at", "-id"]
         indexes = [
             GinIndex(fields=["tsv"], name="memory_tsv_gin"),
-            GinIndex(fields=["entity_refs"], name="memory_entity_refs_gin"),
             HnswIndex(
                 name="memory_embedding_hnsw",
                 fields=["embedding"],
@@ -374,6 +373,14 @@ class Memory(models.Model):
                 condition=Q(embedding__isnull=True, status__in=["active", "proposed"]),
             ),
             models.Index(fields=["superseded_by"], name="memory_superseded_by"),
+            # The vector leg's exact scan: an owner's active vectors, index-only
+            # (retrieval.index; built by retrieval migration 0005).
+            models.Index(
+                fields=["owner", "created_at"],
+                include=["id", "type", "embedding"],
+                name="memory_active_embeddings",
+                condition=Q(status="active", embedding__isnull=False),
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -43,7 +43,6 @@ SHORTENABLE_MODEL_PREFIX = "text-embedding-3"
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 
 EMBEDDING_COLUMN = ("memories_memory", "embedding")
-EMBEDDING_INDEX = "memory_embedding_hnsw"
 
 
 class EmbeddingError(Exception):
@@ -541,20 +540,16 @@ def resize_embedding_column(dimensions: int) -> None:
     """Make the column hold ``dimensions``-d vectors; every stored vector is dropped.
 
     Each statement is short; none waits on a model. The index is rebuilt empty
-    (only active rows, as in migration 0001) and fills as rows are re-embedded.
+    (as Memory.Meta defines it) and fills as rows are re-embedded.
     """
-    from memories.models import EMBEDDING_HNSW_EF_CONSTRUCTION, EMBEDDING_HNSW_M
+    from retrieval import index
 
     table, column = EMBEDDING_COLUMN
     with transaction.atomic(), connection.cursor() as cursor:
         # ALTER TABLE refuses to run while deferred foreign-key checks are pending.
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute(f"DROP INDEX IF EXISTS {EMBEDDING_INDEX}")
+        index.pause_vector_index()
         cursor.execute(
             f"ALTER TABLE {table} ALTER COLUMN {column} TYPE vector({int(dimensions)}) USING NULL"
         )
-        cursor.execute(
-            f"CREATE INDEX {EMBEDDING_INDEX} ON {table} USING hnsw ({column} vector_cosine_ops) "
-            f"WITH (m = {EMBEDDING_HNSW_M}, ef_construction = {EMBEDDING_HNSW_EF_CONSTRUCTION}) "
-            "WHERE status = 'active'"
-        )
+        index.resume_vector_index()

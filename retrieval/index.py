@@ -1,6 +1,23 @@
-"""The retrieval index's vector part, paused for bulk loads and built once afterwards.
+"""The retrieval index: every database object recall reads besides the memories.
 
-Every row written while the HNSW graph is live costs a graph search of its
+One module owns it. The parts (``PARTS`` below, and docs/retrieval.md's table of
+what fires on a write to ``memories_memory``):
+
+- three derived tables, kept by statement-level triggers on the memory table
+  whatever writes: the postings (the text and entity legs' inverted index),
+  the owner entity dictionary and the per-owner BM25 corpus sums;
+- two indexes on the memory table: the HNSW graph (defined once, in
+  ``Memory.Meta.indexes``) and the covering index of the vector leg's exact scan.
+
+``rebuild(owner=None)`` recounts the derived tables from the memories, for one
+owner or all (``manage.py rebuild_retrieval_index``). ``pause()`` and
+``resume()`` bracket a bulk load: the triggers off and the graph dropped, then
+everything built once over the finished table. ``check()`` reports a part that
+is missing, switched off or inconsistent with the memories on a sample (a
+Django system check, and ``serve`` runs it at start-up).
+
+The vector part is paused on its own for imports and re-embedding: every row
+written while the HNSW graph is live costs a graph search of its
 own: importing 100,000 memories with their vectors took 1,160 s that way,
 against 21 s without vectors (docs/benchmarks.md). Building the graph once
 over the finished table, in memory and with parallel workers, costs a
@@ -24,19 +41,79 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
-from django.db import connection
+from django.core import checks
+from django.db import connection, transaction
+from pgvector.django import HnswIndex
 
-from memories.models import EMBEDDING_HNSW_EF_CONSTRUCTION, EMBEDDING_HNSW_M, Memory
+from memories.models import Memory
+from retrieval.models import OwnerCorpusChange, OwnerEntity, Posting
 
 logger = logging.getLogger(__name__)
 
 MEMORY_TABLE = Memory._meta.db_table
-HNSW_INDEX = "memory_embedding_hnsw"
-HNSW_DEFINITION = (
-    f"ON {MEMORY_TABLE} USING hnsw (embedding vector_cosine_ops) "
-    f"WITH (m = {EMBEDDING_HNSW_M}, ef_construction = {EMBEDDING_HNSW_EF_CONSTRUCTION}) "
-    "WHERE status = 'active'"
+# The graph is defined once, in Memory.Meta (so migrations follow it); the SQL
+# that drops and builds it here is made from that definition.
+HNSW = next(index for index in Memory._meta.indexes if isinstance(index, HnswIndex))
+HNSW_INDEX = HNSW.name
+# The vector leg's exact scan reads an owner's vectors from it (retrieval 0005).
+COVERING_INDEX = "memory_active_embeddings"
+
+
+@dataclass(frozen=True)
+class Trigger:
+    name: str
+    function: str
+    event: str  # "INSERT" or "UPDATE"
+    maintains: str  # a key of DERIVED_TABLES
+
+
+# The derived tables, by the names messages give them, and the functions
+# that recount each from the memories (optionally one owner's rows: retrieval 0008).
+DERIVED_TABLES = {
+    "postings": Posting._meta.db_table,
+    "entity dictionary": OwnerEntity._meta.db_table,
+    "corpus sums": OwnerCorpusChange._meta.db_table,
+}
+REBUILD_FUNCTIONS = {
+    "postings": "timothy_rebuild_postings",
+    "entity dictionary": "timothy_rebuild_owner_entities",
+    "corpus sums": "timothy_rebuild_owner_corpus",
+}
+# Statement-level AFTER triggers on the memory table, with transition tables
+# (retrieval migrations 0003, 0004 and 0006).
+TRIGGERS = (
+    Trigger("memory_indexes_postings", "timothy_index_postings", "INSERT", "postings"),
+    Trigger("memory_indexes_postings_on_update", "timothy_index_postings", "UPDATE", "postings"),
+    Trigger(
+        "memory_counts_owner_entities",
+        "timothy_count_owner_entities",
+        "INSERT",
+        "entity dictionary",
+    ),
+    Trigger(
+        "memory_counts_owner_entities_on_update",
+        "timothy_count_owner_entities",
+        "UPDATE",
+        "entity dictionary",
+    ),
+    Trigger("memory_counts_owner_corpus", "timothy_count_owner_corpus", "INSERT", "corpus sums"),
+    Trigger(
+        "memory_counts_owner_corpus_on_update",
+        "timothy_count_owner_corpus",
+        "UPDATE",
+        "corpus sums",
+    ),
+)
+# The daily job folds each owner's corpus rows into one (retrieval.bm25).
+COMPACT_FUNCTION = "timothy_compact_owner_corpus"
+FUNCTIONS = tuple(
+    dict.fromkeys(
+        [trigger.function for trigger in TRIGGERS]
+        + list(REBUILD_FUNCTIONS.values())
+        + [COMPACT_FUNCTION]
+    )
 )
 
 # A bulk load pauses the graph when it brings at least this share of the
@@ -121,7 +198,7 @@ def resume_vector_index() -> float | None:
         settings = build_settings(_rows_to_index(cursor))
         previous = _set_session(cursor, settings)
         try:
-            cursor.execute(f"CREATE INDEX {concurrently}{HNSW_INDEX} {HNSW_DEFINITION}")
+            cursor.execute(hnsw_create_sql(concurrently=not connection.in_atomic_block))
         finally:
             _set_session(cursor, previous)
     seconds = time.perf_counter() - started
@@ -153,6 +230,11 @@ def vector_index_paused(
             outcome["index_seconds"] = resume_vector_index()
 
 
+def hnsw_create_sql(*, concurrently: bool = False) -> str:
+    """``CREATE INDEX`` for the graph, exactly as Memory.Meta (and so the migrations) define it."""
+    return str(HNSW.create_sql(Memory, connection.schema_editor(), concurrently=concurrently))
+
+
 def build_settings(rows: int) -> dict[str, str]:
     """Session settings for building an index over ``rows`` rows."""
     wanted_mb = BUILD_MEMORY_FLOOR_MB + rows * BUILD_BYTES_PER_ROW // (1024 * 1024)
@@ -179,3 +261,273 @@ def _set_session(cursor, values: dict[str, str]) -> dict[str, str]:
         cursor.execute("SELECT current_setting(%s), set_config(%s, %s, false)", [name, name, value])
         previous[name] = cursor.fetchone()[0]
     return previous
+
+
+# --- the derived tables -------------------------------------------------------------
+
+
+def rebuild(
+    owner: int | None = None, *, done: Callable[[str, float], None] | None = None
+) -> dict[str, float]:
+    """Recount the postings, the entity dictionary and the corpus sums from the memories.
+
+    Only ``owner``'s rows (a user id) when given, every row otherwise. Writers
+    to the memory table wait while it runs (a SHARE lock: what they write is
+    counted once, by the rebuild or by the triggers after it); readers carry
+    on. ``done(part, seconds)`` is told as each table is finished. Returns the
+    seconds each took.
+    """
+    seconds = {}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"LOCK TABLE {MEMORY_TABLE} IN SHARE MODE")
+        for part, function in REBUILD_FUNCTIONS.items():
+            started = time.perf_counter()
+            if owner is None:
+                cursor.execute(f"SELECT {function}()")
+            else:
+                cursor.execute(f"SELECT {function}(%s)", [owner])
+            seconds[part] = time.perf_counter() - started
+            if done:
+                done(part, seconds[part])
+    logger.info(
+        "Rebuilt the retrieval index%s in %.1f s",
+        "" if owner is None else f" of owner {owner}",
+        sum(seconds.values()),
+    )
+    return seconds
+
+
+def paused_triggers() -> list[str]:
+    """The derived tables' triggers that are switched off (by ``pause()``), by name."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass(%s) "
+            "AND tgname = ANY(%s) AND tgenabled = 'D' ORDER BY tgname",
+            [MEMORY_TABLE, [trigger.name for trigger in TRIGGERS]],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def pause(*, vectors: bool = True) -> None:
+    """Switch the derived tables' triggers off (and drop the graph) for a bulk load.
+
+    For every session, not only this one: until ``resume()``, recall does not
+    see what anyone writes by its text or names. For scratch databases and
+    maintenance windows; a load into a live service keeps the triggers
+    (statement-level, they cost little per row) and pauses only the graph
+    (``vector_index_paused()``).
+    """
+    with connection.cursor() as cursor:
+        if connection.in_atomic_block:
+            # ALTER TABLE refuses to run while deferred foreign-key checks are pending.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        for trigger in TRIGGERS:
+            cursor.execute(f"ALTER TABLE {MEMORY_TABLE} DISABLE TRIGGER {trigger.name}")
+    logger.info("Paused the retrieval index's triggers")
+    if vectors:
+        pause_vector_index()
+
+
+def resume(*, done: Callable[[str, float], None] | None = None) -> dict[str, float]:
+    """Switch paused triggers back on, recount what they missed and build the graph.
+
+    Safe at any time: with nothing paused it does nothing. Returns the seconds
+    each part took (``vector index`` included when it was built).
+    """
+    seconds: dict[str, float] = {}
+    if paused_triggers():
+        with connection.cursor() as cursor:
+            if connection.in_atomic_block:
+                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            for trigger in TRIGGERS:
+                cursor.execute(f"ALTER TABLE {MEMORY_TABLE} ENABLE TRIGGER {trigger.name}")
+        seconds.update(rebuild(done=done))
+    built = resume_vector_index()
+    if built is not None:
+        seconds["vector index"] = built
+        if done:
+            done("vector index", built)
+    return seconds
+
+
+# --- check ---------------------------------------------------------------------------
+
+# Memories whose postings, names and owners' sums check() compares with what
+# the triggers would have written: the most recent ones, a few index probes each.
+CHECK_SAMPLE = 20
+REBUILD_HINT = "Run `python manage.py rebuild_retrieval_index`."
+MIGRATE_HINT = "Run `python manage.py migrate`; if it is migrated, the part was dropped by hand."
+
+
+def check(sample: int = CHECK_SAMPLE) -> list[checks.CheckMessage]:
+    """Every part installed and switched on, and consistent with the memories on a sample.
+
+    Errors: a part is missing or switched off (recall would silently miss
+    memories). Warnings: the graph is paused or half built (slower, not
+    wrong), or the sample disagrees with a derived table (rebuild it).
+    """
+    with connection.cursor() as cursor:
+        problems = _missing_parts(cursor)
+        if not problems:
+            problems = _inconsistencies(cursor, sample)
+    return problems
+
+
+def _missing_parts(cursor) -> list[checks.CheckMessage]:
+    problems: list[checks.CheckMessage] = []
+    for part, table in DERIVED_TABLES.items():
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [table])
+        if not cursor.fetchone()[0]:
+            problems.append(_error("E001", f"The {part} table {table} is missing.", MIGRATE_HINT))
+    cursor.execute(
+        "SELECT DISTINCT proname FROM pg_proc "
+        "WHERE proname = ANY(%s) AND pg_function_is_visible(oid)",
+        [list(FUNCTIONS)],
+    )
+    installed = {row[0] for row in cursor.fetchall()}
+    for function in FUNCTIONS:
+        if function not in installed:
+            problems.append(
+                _error(
+                    "E002", f"The retrieval index function {function}() is missing.", MIGRATE_HINT
+                )
+            )
+    cursor.execute(
+        "SELECT t.tgname, t.tgenabled, p.proname FROM pg_trigger t "
+        "JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass(%s)",
+        [MEMORY_TABLE],
+    )
+    triggers = {name: (enabled, function) for name, enabled, function in cursor.fetchall()}
+    for trigger in TRIGGERS:
+        if trigger.name not in triggers:
+            problems.append(
+                _error(
+                    "E003",
+                    f"The trigger {trigger.name} on {MEMORY_TABLE} is missing: no "
+                    f"{trigger.event} reaches the {trigger.maintains}.",
+                    MIGRATE_HINT,
+                )
+            )
+        elif triggers[trigger.name][0] == "D":
+            problems.append(
+                _error(
+                    "E004",
+                    f"The trigger {trigger.name} on {MEMORY_TABLE} is switched off (by a bulk "
+                    f"load that paused the index and never resumed it?): no {trigger.event} "
+                    f"reaches the {trigger.maintains}.",
+                    REBUILD_HINT,
+                )
+            )
+        elif triggers[trigger.name][1] != trigger.function:
+            problems.append(
+                _error(
+                    "E005",
+                    f"The trigger {trigger.name} calls {triggers[trigger.name][1]}(), "
+                    f"not {trigger.function}().",
+                    MIGRATE_HINT,
+                )
+            )
+    cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [COVERING_INDEX])
+    if not cursor.fetchone()[0]:
+        problems.append(
+            _error(
+                "E006",
+                f"The vector leg's covering index {COVERING_INDEX} is missing.",
+                MIGRATE_HINT,
+            )
+        )
+    state = vector_index_state()
+    if state != "live":
+        problems.append(
+            checks.Warning(
+                f"The vector index {HNSW_INDEX} is {state}: searches through the graph "
+                "scan vectors instead (same results, slower).",
+                hint=REBUILD_HINT,
+                id="retrieval.W001",
+            )
+        )
+    return problems
+
+
+def _inconsistencies(cursor, sample: int) -> list[checks.CheckMessage]:
+    cursor.execute(SAMPLE_SQL, {"sample": sample})
+    problems = []
+    postings, dictionary, corpus = cursor.fetchone()
+    if postings:
+        problems.append(
+            _inconsistent("postings", f"memories {', '.join(map(str, postings))}", "W002")
+        )
+    if dictionary:
+        problems.append(_inconsistent("entity dictionary", ", ".join(dictionary), "W003"))
+    if corpus:
+        problems.append(
+            _inconsistent("corpus sums", f"owners {', '.join(map(str, corpus))}", "W004")
+        )
+    return problems
+
+
+def _error(code: str, message: str, hint: str) -> checks.Error:
+    return checks.Error(message, hint=hint, id=f"retrieval.{code}")
+
+
+def _inconsistent(part: str, which: str, code: str) -> checks.Warning:
+    return checks.Warning(
+        f"The retrieval index is out of step with the memories in its {part} ({which}): "
+        "recall ranks from stale data.",
+        hint=REBUILD_HINT,
+        id=f"retrieval.{code}",
+    )
+
+
+# The most recent memories, whatever their status: an active one has exactly
+# the postings the triggers write (each probed by its key), any other none;
+# the dictionary counts each of their names as often as the postings hold it;
+# their owners' corpus sums are their active memories and lexeme postings.
+SAMPLE_SQL = f"""
+WITH sample AS (
+    SELECT id, owner_id, status, tsv, entity_refs, type, created_at, last_confirmed_at
+    FROM {MEMORY_TABLE} ORDER BY id DESC LIMIT %(sample)s
+), terms AS (
+    SELECT s.*, 'l' AS kind, lexeme AS term
+    FROM sample AS s CROSS JOIN LATERAL unnest(tsvector_to_array(s.tsv)) AS lexeme
+    UNION
+    SELECT s.*, 'e', lower(ref)
+    FROM sample AS s CROSS JOIN LATERAL unnest(s.entity_refs) AS ref WHERE ref <> ''
+), wrong_postings AS (
+    SELECT t.id
+    FROM terms AS t
+    LEFT JOIN {DERIVED_TABLES["postings"]} AS p
+        ON (p.owner_id, p.kind, p.term, p.memory_id) = (t.owner_id, t.kind, t.term, t.id)
+       AND p.type = t.type AND p.created_at = t.created_at
+       AND p.last_confirmed_at IS NOT DISTINCT FROM t.last_confirmed_at
+    GROUP BY t.id, t.status
+    HAVING count(p.memory_id) <> CASE WHEN t.status = 'active' THEN count(*) ELSE 0 END
+), named AS (
+    SELECT DISTINCT owner_id, term AS key FROM terms WHERE kind = 'e' AND status = 'active'
+), wrong_names AS (
+    SELECT n.owner_id, n.key
+    FROM named AS n
+    LEFT JOIN {DERIVED_TABLES["entity dictionary"]} AS d
+        ON (d.owner_id, d.key) = (n.owner_id, n.key)
+    WHERE coalesce(d.memories, 0) <> (
+        SELECT count(*) FROM {DERIVED_TABLES["postings"]} AS p
+        WHERE (p.owner_id, p.kind, p.term) = (n.owner_id, 'e', n.key)
+    )
+), wrong_sums AS (
+    SELECT o.owner_id
+    FROM (SELECT DISTINCT owner_id FROM sample) AS o
+    WHERE (
+        SELECT (coalesce(sum(c.documents), 0)::bigint, coalesce(sum(c.total_length), 0)::bigint)
+        FROM {DERIVED_TABLES["corpus sums"]} AS c WHERE c.owner_id = o.owner_id
+    ) <> (
+        (SELECT count(*) FROM {MEMORY_TABLE} AS m
+         WHERE m.owner_id = o.owner_id AND m.status = 'active'),
+        (SELECT count(*) FROM {DERIVED_TABLES["postings"]} AS p
+         WHERE p.owner_id = o.owner_id AND p.kind = 'l')
+    )
+)
+SELECT
+    ARRAY(SELECT id FROM wrong_postings ORDER BY id),
+    ARRAY(SELECT owner_id || ':' || key FROM wrong_names ORDER BY 1),
+    ARRAY(SELECT owner_id FROM wrong_sums ORDER BY 1)
+"""

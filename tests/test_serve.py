@@ -164,3 +164,23 @@ def test_it_says_clearly_when_the_server_is_unreachable(tmp_path):
     assert result.returncode != 0
     assert "Cannot reach the PostgreSQL server" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.django_db
+def test_it_refuses_to_serve_with_a_retrieval_index_trigger_switched_off():
+    from io import StringIO
+
+    from django.core.management.base import CommandError
+
+    from memories.management.commands.serve import Command
+    from retrieval import index
+
+    command = Command(stdout=StringIO(), stderr=StringIO())
+    command.check_retrieval_index()  # a healthy index: nothing to say
+    assert command.stderr._out.getvalue() == ""
+    index.pause()
+    with pytest.raises(CommandError, match="retrieval index is incomplete"):
+        command.check_retrieval_index()
+    assert "memory_indexes_postings on memories_memory is switched off" in (
+        command.stderr._out.getvalue()
+    )

@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from memories import io
 from memories.io import PROGRESS_MIN_BYTES
 from memories.models import MAX_ENTITIES, MAX_ENTITY_CHARS, Memory, MemoryEvent
+from retrieval import index
 from retrieval.models import OwnerEntity
 
 pytestmark = pytest.mark.django_db
@@ -291,8 +292,7 @@ def entity_counts(owner) -> dict[str, int]:
 
 
 def rebuilt_entity_counts(owner) -> dict[str, int]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT timothy_rebuild_owner_entities()")
+    index.rebuild()
     return entity_counts(owner)
 
 

@@ -12,6 +12,7 @@ from memories.models import (
     MemoryEvent,
     RedactionRefused,
 )
+from retrieval import index
 from retrieval.models import OwnerEntity, Posting
 from retrieval.recall import recall
 from tests.base import make_memory
@@ -212,9 +213,7 @@ def assert_indexes_match_rebuild() -> None:
 
     with connection.cursor() as cursor:
         kept = snapshot(cursor)
-        cursor.execute("SELECT timothy_rebuild_postings()")
-        cursor.execute("SELECT timothy_rebuild_owner_entities()")
-        cursor.execute("SELECT timothy_rebuild_owner_corpus()")
+        index.rebuild()
         assert snapshot(cursor) == kept
 
 

@@ -1,7 +1,7 @@
 """The owner's entity dictionary, kept by statement-level triggers (retrieval 0003).
 
 After every kind of write the dictionary must hold what
-``timothy_rebuild_owner_entities()`` counts from scratch. Rows whose count fell
+``index.rebuild()`` counts from scratch. Rows whose count fell
 to 0 stay (the entity leg reads ``memories > 0``); the rebuild leaves them out.
 """
 
@@ -14,6 +14,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memories.models import Memory
+from retrieval import index
 from retrieval.models import OwnerEntity
 from tests.base import make_memory
 
@@ -28,8 +29,7 @@ def counted() -> dict[tuple[int, str], int]:
 def assert_matches_rebuild() -> dict[tuple[int, str], int]:
     """The trigger-kept counts equal a recount from scratch; return them."""
     kept = counted()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT timothy_rebuild_owner_entities()")
+    index.rebuild()
     assert kept == counted()
     return kept
 

@@ -1,4 +1,5 @@
-"""The vector index paused for bulk loads and built once afterwards (retrieval/index.py)."""
+"""The retrieval index (retrieval/index.py): rebuilt from the memories, paused for
+bulk loads and built once afterwards, checked for missing or stale parts."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.core.management.base import SystemCheckError
 from django.db import connection
 
 from memories.models import Memory
@@ -21,6 +23,8 @@ from retrieval.index import (
     vector_index_paused,
     vector_index_state,
 )
+from retrieval.models import OwnerEntity, Posting
+from tests.base import make_memory
 from tests.fakes.fixtures import fake_openai  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -126,3 +130,193 @@ def test_any_reembed_builds_a_graph_an_interrupted_load_left_missing(settings, f
     assert vector_index_state() == "live"
     assert "Embedded 0 memories" in out.getvalue()
     assert "building the vector index" in out.getvalue()
+
+
+# --- the derived tables ---------------------------------------------------------------
+
+
+def derived_state() -> tuple[set, dict, dict]:
+    """Postings, the dictionary's non-zero counts and each owner's summed corpus changes."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM retrieval_posting")
+        postings = set(cursor.fetchall())
+        cursor.execute(
+            "SELECT owner_id, key, memories FROM retrieval_ownerentity WHERE memories > 0"
+        )
+        dictionary = {(owner, key): memories for owner, key, memories in cursor.fetchall()}
+        cursor.execute(
+            "SELECT owner_id, sum(documents), sum(total_length) FROM retrieval_ownercorpuschange "
+            "GROUP BY owner_id HAVING sum(documents) <> 0"
+        )
+        corpus = {owner: (documents, length) for owner, documents, length in cursor.fetchall()}
+    return postings, dictionary, corpus
+
+
+def write_some_memories(alice, bob) -> list[Memory]:
+    coffee = Memory.remember(alice, "Ann drinks coffee in Lisbon", "semantic", entities=["Ann"])
+    coffee.supersede("Ann drinks tea in Lisbon", entities=["Ann", "Lisbon"])
+    Memory.remember(alice, "Bergen is rainy", "episodic", entities=["Bergen"]).archive()
+    Memory.remember(alice, "Ann plays chess", "episodic", entities=["ann", "Chess"])
+    Memory.remember(bob, "Bob likes Oslo in winter", "preference", entities=["Oslo"])
+    return list(Memory.objects.order_by("id"))
+
+
+def execute(*statements: str) -> None:
+    with connection.cursor() as cursor:
+        # DDL refuses to run while the writes' deferred foreign-key checks are pending.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        for statement in statements:
+            cursor.execute(statement)
+
+
+def test_it_rebuilds_what_the_triggers_keep(alice, bob):
+    write_some_memories(alice, bob)
+    kept = derived_state()
+    assert kept[0] and kept[1] and kept[2]
+    execute(
+        "DELETE FROM retrieval_posting",
+        "DELETE FROM retrieval_ownerentity",
+        "DELETE FROM retrieval_ownercorpuschange",
+    )
+    assert derived_state() == (set(), {}, {})
+
+    seconds = index.rebuild()
+
+    assert set(seconds) == {"postings", "entity dictionary", "corpus sums"}
+    assert derived_state() == kept
+
+
+def test_it_rebuilds_corrupted_tables(alice, bob):
+    write_some_memories(alice, bob)
+    kept = derived_state()
+    execute(
+        "UPDATE retrieval_posting SET frequency = frequency + 7",
+        "UPDATE retrieval_ownerentity SET memories = memories + 3",
+        f"INSERT INTO retrieval_ownercorpuschange (owner_id, documents, total_length) "
+        f"VALUES ({alice.pk}, 40, 400)",
+    )
+    assert derived_state() != kept
+    index.rebuild()
+    assert derived_state() == kept
+
+
+def test_it_rebuilds_one_owners_part_only(alice, bob):
+    write_some_memories(alice, bob)
+    kept_postings, kept_dictionary, kept_corpus = derived_state()
+    execute(
+        "DELETE FROM retrieval_posting",
+        "DELETE FROM retrieval_ownerentity",
+        "DELETE FROM retrieval_ownercorpuschange",
+    )
+
+    index.rebuild(alice.pk)
+
+    postings, dictionary, corpus = derived_state()
+    assert postings == {row for row in kept_postings if row[0] == alice.pk}
+    assert dictionary == {key: n for key, n in kept_dictionary.items() if key[0] == alice.pk}
+    assert corpus == {alice.pk: kept_corpus[alice.pk]}
+
+
+def test_it_pauses_and_resumes_the_whole_index(alice, bob):
+    write_some_memories(alice, bob)
+    index.pause()
+    assert index.paused_triggers() == sorted(trigger.name for trigger in index.TRIGGERS)
+    assert vector_index_state() == "paused"
+    loaded = Memory.remember(alice, "Ann visits Porto", "episodic", entities=["Porto"])
+    assert not Posting.objects.filter(memory_id=loaded.pk).exists()
+
+    seconds = index.resume()
+
+    assert index.paused_triggers() == []
+    assert vector_index_state() == "live"
+    assert set(seconds) == {"postings", "entity dictionary", "corpus sums", "vector index"}
+    assert Posting.objects.filter(memory_id=loaded.pk, kind="e", term="porto").exists()
+    assert OwnerEntity.objects.get(owner=alice, key="porto").memories == 1
+    assert index.check() == []
+    # The triggers are back: the next write is indexed as it happens.
+    later = Memory.remember(alice, "Ann leaves Porto", "episodic", entities=["Porto"])
+    assert Posting.objects.filter(memory_id=later.pk, kind="e", term="porto").exists()
+
+
+def test_it_resumes_nothing_when_nothing_is_paused(alice):
+    make_memory(alice, "Tea in Porto")
+    assert index.resume() == {}
+
+
+# --- check -----------------------------------------------------------------------------
+
+
+def ids(problems) -> list[str]:
+    return [problem.id for problem in problems]
+
+
+def test_it_passes_a_healthy_index(alice, bob):
+    assert index.check() == []
+    write_some_memories(alice, bob)
+    assert index.check() == []
+
+
+def test_it_reports_a_missing_trigger(alice):
+    make_memory(alice, "Tea in Porto")
+    execute("DROP TRIGGER memory_indexes_postings_on_update ON memories_memory")
+    [problem] = index.check()
+    assert problem.id == "retrieval.E003"
+    assert problem.is_serious()
+    assert "memory_indexes_postings_on_update" in problem.msg
+    assert "no UPDATE reaches the postings" in problem.msg
+
+
+def test_it_reports_a_missing_function():
+    execute("DROP FUNCTION timothy_compact_owner_corpus()")
+    [problem] = index.check()
+    assert problem.id == "retrieval.E002"
+    assert "timothy_compact_owner_corpus()" in problem.msg
+
+
+def test_it_reports_a_missing_table_and_covering_index():
+    execute("DROP TABLE retrieval_posting", "DROP INDEX memory_active_embeddings")
+    assert ids(index.check()) == ["retrieval.E001", "retrieval.E006"]
+
+
+def test_it_reports_switched_off_triggers_and_a_paused_graph():
+    index.pause()
+    problems = index.check()
+    assert ids(problems) == ["retrieval.E004"] * len(index.TRIGGERS) + ["retrieval.W001"]
+    assert not problems[-1].is_serious()
+    assert "rebuild_retrieval_index" in problems[0].hint
+
+
+def test_it_warns_when_the_sample_disagrees_with_the_derived_tables(alice, bob):
+    memories = write_some_memories(alice, bob)
+    chess = next(m for m in memories if "chess" in m.content)
+    execute(
+        f"DELETE FROM retrieval_posting WHERE memory_id = {chess.pk} AND term = 'chess' "
+        "AND kind = 'l'",
+        f"UPDATE retrieval_ownerentity SET memories = 5 WHERE owner_id = {bob.pk}",
+        f"INSERT INTO retrieval_ownercorpuschange (owner_id, documents, total_length) "
+        f"VALUES ({alice.pk}, 1, 0)",
+    )
+    problems = index.check()
+    assert ids(problems) == ["retrieval.W002", "retrieval.W003", "retrieval.W004"]
+    assert f"memories {chess.pk})" in problems[0].msg
+    assert f"{bob.pk}:oslo" in problems[1].msg
+    assert f"owners {alice.pk})" in problems[2].msg
+    index.rebuild()
+    assert index.check() == []
+
+
+def test_it_warns_about_postings_left_on_a_memory_no_longer_active(alice):
+    memory = make_memory(alice, "Tea in Porto")
+    execute(
+        "ALTER TABLE memories_memory DISABLE TRIGGER memory_indexes_postings_on_update",
+        f"UPDATE memories_memory SET status = 'archived' WHERE id = {memory.pk}",
+        "ALTER TABLE memories_memory ENABLE TRIGGER memory_indexes_postings_on_update",
+    )
+    assert "retrieval.W002" in ids(index.check())
+
+
+def test_it_runs_as_a_system_check():
+    call_command("check", "--database", "default", stdout=StringIO())
+    execute("DROP TRIGGER memory_counts_owner_corpus ON memories_memory")
+    with pytest.raises(SystemCheckError, match="memory_counts_owner_corpus"):
+        call_command("check", "--database", "default", stdout=StringIO())

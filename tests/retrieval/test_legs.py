@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memories.models import Memory
-from retrieval import legs
+from retrieval import index, legs
 from retrieval.legs import (
     LegRequest,
     LegSkipped,
@@ -238,8 +238,7 @@ def test_it_keeps_the_owners_entity_counts_through_every_transition(alice, bob):
     proposal.archive()
     assert entity_counts(alice) == {"ann": 1, "lisbon": 1}
     assert entity_counts(bob) == {"ann": 1}
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT timothy_rebuild_owner_entities()")
+    index.rebuild()
     assert entity_counts(alice) == {"ann": 1, "lisbon": 1}
 
 

@@ -1,7 +1,7 @@
 """Per-owner BM25 corpus counters (retrieval 0006): N and the total length.
 
 After every kind of write the trigger-kept counters must equal a count of the
-owner's active memories, and what ``timothy_rebuild_owner_corpus()`` builds.
+owner's active memories, and what ``index.rebuild()`` builds.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memories.models import Memory
+from retrieval import index
 from retrieval.models import OwnerCorpusChange
 from tests.base import make_memory
 
@@ -40,8 +41,7 @@ def kept() -> dict[int, tuple[int, int]]:
 def assert_counts_right() -> dict[int, tuple[int, int]]:
     counters = kept()
     assert counters == counted()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT timothy_rebuild_owner_corpus()")
+    index.rebuild()
     assert kept() == counters
     return counters
 

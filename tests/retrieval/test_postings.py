@@ -1,7 +1,7 @@
 """Postings, the text and entity legs' inverted index (retrieval 0004).
 
 After every kind of write the trigger-kept postings must equal what
-``timothy_rebuild_postings()`` builds from scratch, and the legs that read
+``index.rebuild()`` builds from scratch, and the legs that read
 them must rank exactly as the same SQL over the memory rows did.
 """
 
@@ -15,6 +15,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memories.models import Memory
+from retrieval import index
 from retrieval.bm25 import REFERENCE_TIME_SQL, bm25_scores
 from retrieval.constants import BM25_K1, TEXT_BM25_B
 from retrieval.legs import LegRequest, entity_candidates, entity_leg
@@ -43,8 +44,7 @@ def postings() -> set[tuple]:
 
 def assert_matches_rebuild() -> set[tuple]:
     kept = postings()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT timothy_rebuild_postings()")
+    index.rebuild()
     assert kept == postings()
     return kept
 
@@ -218,20 +218,20 @@ def memory_row_entities(owner_id, query, as_of, types=None, limit=30):
             SELECT m.id FROM memories_memory m
             CROSS JOIN LATERAL (
                 SELECT count(*) AS matched, min(w.memories) AS rarest
-                FROM unnest(timothy_owner_entity_keys(m.owner_id, m.entity_refs)) AS k(key)
+                FROM (SELECT DISTINCT lower(ref) FROM unnest(m.entity_refs) AS ref) AS k(key)
                 JOIN unnest(%(keys)s::text[], %(counts)s::int[]) AS w(key, memories) USING (key)
             ) AS named
             WHERE m.owner_id = %(owner_id)s AND m.status = 'active'
               AND m.created_at <= %(as_of)s
               {"AND m.type = ANY(%(types)s)" if types else ""}
-              AND timothy_owner_entity_keys(m.owner_id, m.entity_refs) && %(keys)s::text[]
+              AND named.matched > 0
             ORDER BY named.matched DESC, named.rarest ASC, {REFERENCE_TIME_SQL} DESC, m.id DESC
             LIMIT %(limit)s
             """,
             {
                 "owner_id": owner_id,
                 "as_of": as_of,
-                "keys": [f"{owner_id}:{key}" for key in named],
+                "keys": list(named),
                 "counts": list(named.values()),
                 "types": list(types or ()),
                 "limit": limit,

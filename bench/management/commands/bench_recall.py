@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from bench.measure import describe_load, load_average, percentile
 from memories.models import Memory
+from retrieval import index as retrieval_index
 from retrieval import legs
 from retrieval.constants import PIPELINES
 from retrieval.evaluation.scratch import ScratchRefused, scratch_database
@@ -45,8 +46,6 @@ TYPES = (("semantic", 0.45), ("preference", 0.2), ("episodic", 0.3), ("reflectio
 WARMUP_QUERIES = 20
 # Share of queries about a topic the owner has memories on.
 OWN_TOPIC_SHARE = 0.8
-ENTITY_TRIGGER = "memory_counts_owner_entities"
-POSTINGS_TRIGGER = "memory_indexes_postings"
 # Column types of the binary COPY, in the order of the column list.
 COPY_TYPES = [
     "int4",
@@ -324,9 +323,8 @@ class Command(BaseCommand):
         table = Memory._meta.db_table
         with connection.cursor() as cursor:
             indexes = drop_secondary_indexes(cursor, table)
-            # Likewise the entity dictionary and the postings: built once after the load.
-            cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER {ENTITY_TRIGGER}")
-            cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER {POSTINGS_TRIGGER}")
+        # Likewise the retrieval index's derived tables: built once after the load.
+        retrieval_index.pause(vectors=False)
 
         from pgvector.psycopg import register_vector
 
@@ -361,12 +359,8 @@ class Command(BaseCommand):
                 step = time.perf_counter()
                 cursor.execute(definition)
                 self.stdout.write(f"  index {name}: {time.perf_counter() - step:.1f} s")
-            cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER {ENTITY_TRIGGER}")
-            cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER {POSTINGS_TRIGGER}")
-            cursor.execute("SELECT timothy_rebuild_owner_entities()")
-            step = time.perf_counter()
-            cursor.execute("SELECT timothy_rebuild_postings()")
-            self.stdout.write(f"  postings: {time.perf_counter() - step:.1f} s")
+            for part, seconds in retrieval_index.resume().items():
+                self.stdout.write(f"  {part}: {seconds:.1f} s")
             cursor.execute(f"VACUUM ANALYZE {table}")
             cursor.execute("VACUUM ANALYZE retrieval_ownerentity")
             # The legs read postings by index-only scans: these need the visibility map.

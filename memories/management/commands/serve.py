@@ -21,12 +21,14 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.checks import ERROR
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, OperationalError, connection
 from django.utils import timezone
 
 from memories.models import ApiToken
+from retrieval import index as retrieval_index
 from timothy import database
 
 # Seconds children get to stop after Ctrl-C before they are killed.
@@ -96,6 +98,7 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         # The per-token rate limit is counted in a cache table in PostgreSQL.
         call_command("createcachetable", verbosity=0)
+        self.check_retrieval_index()
         self.check_embeddings()
         self.ensure_owner()
         if check_only:
@@ -114,6 +117,15 @@ class Command(BaseCommand):
             raise CommandError(f"Cannot reach the PostgreSQL server: {first_line}")
         where = "embedded PostgreSQL" if not os.environ.get("DATABASE_URL") else "DATABASE_URL"
         self.stdout.write(f"Database: {where}, pgvector {version}.")
+
+    def check_retrieval_index(self) -> None:
+        """Every part of the retrieval index installed and switched on; warn when the
+        sample disagrees (recall still answers, from stale counts)."""
+        problems = retrieval_index.check()
+        for problem in problems:
+            self.stderr.write(f"{problem.id}: {problem.msg} {problem.hint}")
+        if any(problem.level >= ERROR for problem in problems):
+            raise CommandError("The retrieval index is incomplete (above); not serving.")
 
     def check_embeddings(self) -> None:
         if settings.EMBEDDING_PROVIDER == "none":
