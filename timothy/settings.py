@@ -206,7 +206,7 @@ CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     # The per-token rate limit is counted in this table, in PostgreSQL, so that
     # every worker process shares one count (memories/throttling.py; made by
-    # `manage.py createcachetable`, or by the throttle on first use).
+    # memories migration "rate_limit_table").
     "rate_limit": {
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
         "LOCATION": "timothy_rate_limit",

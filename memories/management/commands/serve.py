@@ -94,8 +94,6 @@ class Command(BaseCommand):
     def handle(self, *args, check_only: bool = False, web_workers: int = 2, **options) -> None:
         self.check_database()
         call_command("migrate", interactive=False, verbosity=0)
-        # The per-token rate limit is counted in a cache table in PostgreSQL.
-        call_command("createcachetable", verbosity=0)
         self.check_embeddings()
         self.ensure_owner()
         if check_only:
