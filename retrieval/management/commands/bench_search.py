@@ -635,7 +635,7 @@ def _tree_cpu(parent) -> float:
 
 def _postmaster_pid_file() -> Path | None:
     """The embedded server's pid file (None with DATABASE_URL: not this machine's to read)."""
-    if os.environ.get("DATABASE_URL"):
+    if not settings.EMBEDDED_DATABASE:
         return None
     path = Path(settings.DATA_DIR) / "postgres" / "postmaster.pid"
     return path if path.exists() else None
