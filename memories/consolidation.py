@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -29,6 +28,7 @@ from memories.models import (
     check_content,
     has_visible_text,
 )
+from timothy.concurrency import hnsw_search, map_in_order, set_local
 
 logger = logging.getLogger(__name__)
 
@@ -361,10 +361,9 @@ def _neighbour_pairs(
     memories whose probe did not find themselves."""
     table = Memory._meta.db_table
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
         # The owner filter is applied after the index scan; keep scanning
         # until enough of this owner's rows are found.
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        set_local(cursor, hnsw_search(ef_search))
         cursor.execute(
             f"""
             SELECT m.id, n.id
@@ -393,7 +392,7 @@ def _exact_pairs(batch: list[int], owner_id: int, max_distance: float) -> list[t
     """Pairs of these memories with any of the owner's, by exact distance (no index)."""
     table = Memory._meta.db_table
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_indexscan = off")
+        set_local(cursor, {"enable_indexscan": "off"})
         cursor.execute(
             f"""
             SELECT m.id, o.id FROM {table} m JOIN {table} o
@@ -475,25 +474,9 @@ def apply(
 
 
 def _map_batches(function, batches: list, *args) -> Iterator:
-    """``function(batch, *args)`` for each batch, yielded in order.
-
-    With more than one batch, WORKERS threads run them at once, each on its
-    own database connection; not when the caller is inside a transaction,
-    whose rows other connections could not see.
-    """
-    if len(batches) < 2 or connection.in_atomic_block or WORKERS < 2:
-        for batch in batches:
-            yield function(batch, *args)
-        return
-
-    def run(batch):
-        try:
-            return function(batch, *args)
-        finally:
-            connection.close()  # this worker thread's own connection
-
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        yield from pool.map(run, batches)
+    """``function(batch, *args)`` for each batch, yielded in order; WORKERS threads
+    run them at once, each on its own connection (inline inside a transaction)."""
+    return map_in_order(function, batches, *args, workers=WORKERS)
 
 
 def _merge_batch(batch: list[tuple[int, MergeGroup]], use_llm: bool) -> list[int | None]:

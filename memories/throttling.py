@@ -4,9 +4,9 @@ and the page a throttled password sign-in answers (django-axes does the counting
 The service runs several worker processes, so the count lives in PostgreSQL,
 not in process memory: one row per token and minute in the table of the
 ``rate_limit`` cache alias (``timothy_rate_limit``, Django's database-cache
-layout, made by ``manage.py createcachetable``). Each request adds one with a
-single atomic upsert, so concurrent requests are all counted and the check
-costs one round trip. The rows are plain counters (the count as text), read
+layout, made by the memories migration ``rate_limit_table``). Each request
+adds one with a single atomic upsert, so concurrent requests are all counted
+and the check costs one round trip. The rows are plain counters (the count as text), read
 only here, never through the cache API. The window is the calendar minute
 (fixed window): over the limit answers 429 with ``Retry-After`` set to the
 seconds left in the minute.
@@ -15,14 +15,12 @@ seconds left in the minute.
 from __future__ import annotations
 
 import math
-import threading
 import time
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import caches
-from django.core.management import call_command
-from django.db import IntegrityError, ProgrammingError, connections, router
+from django.db import connections, router
 from django.http import HttpResponse
 from django.shortcuts import render
 from rest_framework.request import Request
@@ -33,9 +31,6 @@ from memories.tokens import ApiToken
 RATE_LIMIT_CACHE = "rate_limit"
 WINDOW_SECONDS = 60
 
-_table_ready = False
-_table_lock = threading.Lock()
-
 
 def _cache_database() -> str:
     return router.db_for_write(caches[RATE_LIMIT_CACHE].cache_model_class)
@@ -45,41 +40,8 @@ def _table() -> str:
     return caches[RATE_LIMIT_CACHE]._table
 
 
-def ensure_rate_limit_table() -> None:
-    """Create the counter table once per process if it does not exist yet.
-
-    ``manage.py createcachetable`` does the same at deployment; this keeps a
-    fresh database (or a test database) from failing every API call.
-    """
-    global _table_ready
-    if _table_ready:
-        return
-    with _table_lock:
-        if not _table_ready:
-            try:
-                call_command("createcachetable", _table(), database=_cache_database(), verbosity=0)
-            except (IntegrityError, ProgrammingError):
-                # Another worker process created it at the same moment; the
-                # second look finds it and does nothing.
-                call_command("createcachetable", _table(), database=_cache_database(), verbosity=0)
-            _table_ready = True
-
-
 def count_request(key: str, expires: datetime) -> int:
     """Add one to the counter ``key`` (kept until ``expires``); return the new count."""
-    global _table_ready
-    ensure_rate_limit_table()
-    try:
-        return _increment(key, expires)
-    except ProgrammingError:
-        # The table vanished under us (a rolled-back test transaction, a
-        # restored dump): create it again and count once more.
-        _table_ready = False
-        ensure_rate_limit_table()
-        return _increment(key, expires)
-
-
-def _increment(key: str, expires: datetime) -> int:
     connection = connections[_cache_database()]
     table = connection.ops.quote_name(_table())
     with connection.cursor() as cursor:

@@ -12,17 +12,13 @@ from __future__ import annotations
 import logging
 import math
 import re
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypeVar
 
-from django.conf import settings
-from django.db import DatabaseError, close_old_connections, connection, transaction
+from django.db import DatabaseError, connection, transaction
 
 from memories.models import Memory
 from retrieval import replay
@@ -43,6 +39,13 @@ from retrieval.lexemes import clean_query, query_lexemes
 from retrieval.models import OwnerEntity, Posting
 from retrieval.results import LegReport
 from retrieval.vectors import vector_text
+from timothy.concurrency import (
+    ThreadPool,
+    gather,
+    hnsw_search,
+    local_settings,
+    must_run_inline,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -101,46 +104,6 @@ def _filters(request: LegRequest) -> tuple[str, dict]:
         params["types"] = list(request.types)
         sql += " AND m.type = ANY(%(types)s)"
     return sql, params
-
-
-@contextmanager
-def local_settings(cursor, values: dict[str, str]) -> Iterator[None]:
-    """Set run-time parameters for the current transaction and put them back after.
-
-    Inside a worker the transaction ends with the leg anyway; inline (inside the
-    caller's transaction) the old values must come back. On an error the
-    savepoint's rollback restores them by itself.
-    """
-    names = list(values)
-    params: list[str] = []
-    for name, value in values.items():
-        params += [name, name, value]
-    # One round trip: read each old value, then set the new one.
-    cursor.execute(
-        "SELECT " + ", ".join("current_setting(%s, true), set_config(%s, %s, true)" for _ in names),
-        params,
-    )
-    previous = cursor.fetchone()[0::2]
-    yield
-    # A setting that did not exist yet (pgvector's hnsw.* before its library
-    # loads on this connection) has no old value to restore, and '' is not a
-    # valid one; being local, it ends with the transaction anyway.
-    _set_local(
-        cursor,
-        {name: old for name, old in zip(names, previous, strict=True) if old is not None},
-    )
-
-
-def _set_local(cursor, values: dict[str, str]) -> None:
-    if not values:
-        return
-    params: list[str] = []
-    for name, value in values.items():
-        params += [name, value]
-    cursor.execute(
-        "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in values),
-        params,
-    )
 
 
 # --- text -----------------------------------------------------------------------
@@ -383,15 +346,8 @@ def _exact_nearest(cursor, where: str, params: dict) -> list[tuple[int, float]]:
 
 
 def _approximate_nearest(cursor, where: str, params: dict) -> list[tuple[int, float]]:
-    with local_settings(
-        cursor,
-        {
-            # Keep walking the graph until LIMIT rows pass the owner/status filter.
-            "hnsw.iterative_scan": "relaxed_order",
-            "hnsw.ef_search": str(HNSW_EF_SEARCH),
-            "hnsw.max_scan_tuples": str(HNSW_MAX_SCAN_TUPLES),
-        },
-    ):
+    # Keep walking the graph until LIMIT rows pass the owner/status filter.
+    with local_settings(cursor, hnsw_search(HNSW_EF_SEARCH, max_scan_tuples=HNSW_MAX_SCAN_TUPLES)):
         # relaxed_order may return neighbours slightly out of order: sort them again.
         cursor.execute(
             f"""
@@ -475,34 +431,7 @@ def _describe(error: Exception) -> str:
     return f"{type(error).__name__}: {text}"[:300] if text else type(error).__name__
 
 
-def _keep_worker_connections() -> bool:
-    # A test run drops its database at the end, which an idle worker's
-    # connection would block; in service, workers keep theirs like any other
-    # persistent connection (CONN_MAX_AGE), saving a connect per leg.
-    return not settings.TESTING
-
-
-def _run_leg_in_worker(name: str, request: LegRequest) -> LegReport:
-    close_old_connections()
-    try:
-        return run_leg(name, request)
-    finally:
-        if _keep_worker_connections():
-            close_old_connections()
-        else:
-            connection.close()
-
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _leg_pool() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=LEG_WORKERS, thread_name_prefix="recall-leg")
-        return _pool
+_pool = ThreadPool("recall-leg", LEG_WORKERS)
 
 
 def run_legs(names: Sequence[str], request: LegRequest, *, deadline: float) -> dict[str, LegReport]:
@@ -512,24 +441,17 @@ def run_legs(names: Sequence[str], request: LegRequest, *, deadline: float) -> d
     Inside an open transaction the legs run one after the other on the caller's
     connection instead, because other connections could not see its rows.
     """
-    if connection.in_atomic_block:
+    if must_run_inline():
         return _run_legs_inline(names, request, deadline)
-    futures: dict[str, Future] = {
-        name: _leg_pool().submit(_run_leg_in_worker, name, request) for name in names
-    }
+    futures = {name: _pool.submit(run_leg, name, request) for name in names}
     wait_for = max(0.0, min(request.timeout + WAIT_GRACE_SECONDS, deadline - time.monotonic()))
-    wait(futures.values(), timeout=wait_for)
-    reports: dict[str, LegReport] = {}
-    for name, future in futures.items():
-        if future.done():
-            reports[name] = future.result()
-        else:
-            future.cancel()
-            reports[name] = LegReport(
-                name=name, status="timeout", ms=wait_for * 1000, error="no answer in time"
-            )
-            logger.warning("recall leg %s timed out after %.2f s", name, wait_for)
-    return reports
+    reports, late = gather(futures, wait_for)
+    for name in late:
+        reports[name] = LegReport(
+            name=name, status="timeout", ms=wait_for * 1000, error="no answer in time"
+        )
+        logger.warning("recall leg %s timed out after %.2f s", name, wait_for)
+    return {name: reports[name] for name in futures}
 
 
 def _run_legs_inline(

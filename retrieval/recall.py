@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from memories.models import Memory, MemoryType
@@ -30,6 +27,7 @@ from retrieval.lexemes import clean_query
 from retrieval.packing import pack
 from retrieval.replay import is_past, needs_replay
 from retrieval.results import LegReport, RecallFailed, RecallResult, ScoredMemory
+from timothy.concurrency import ThreadPool, must_run_inline
 
 logger = logging.getLogger(__name__)
 
@@ -226,7 +224,8 @@ def _mark_retrieved(owner_id: int, packed: Sequence[ScoredMemory]) -> None:
     the one rule that reads the stamp (archive episodic memories unretrieved
     for 180 days) needs nothing finer. The write happens after the answer, on
     a background thread, so it never slows a turn; inside a transaction (or
-    under test) it happens at once, on the caller's connection.
+    with ``STAMP_IN_BACKGROUND`` off, as under test) it happens at once, on the
+    caller's connection.
     """
     now = timezone.now()
     stale_before = now - STAMP_GRANULARITY
@@ -240,10 +239,10 @@ def _mark_retrieved(owner_id: int, packed: Sequence[ScoredMemory]) -> None:
     ids = [memory.pk for memory in due]
     for memory in due:
         memory.last_retrieved_at = now
-    if connection.in_atomic_block or settings.TESTING:
+    if must_run_inline() or not settings.STAMP_IN_BACKGROUND:
         _stamp(owner_id, ids, now)
     else:
-        _stamp_pool().submit(_stamp_in_worker, owner_id, ids, now)
+        _stamps.submit(_stamp_in_background, owner_id, ids, now)
 
 
 def _stamp(owner_id: int, ids: list[int], now: datetime) -> None:
@@ -251,35 +250,19 @@ def _stamp(owner_id: int, ids: list[int], now: datetime) -> None:
     Memory.objects.for_owner(owner_id).filter(pk__in=ids).update(last_retrieved_at=now)
 
 
-def _stamp_in_worker(owner_id: int, ids: list[int], now: datetime) -> None:
-    close_old_connections()
+def _stamp_in_background(owner_id: int, ids: list[int], now: datetime) -> None:
     try:
         _stamp(owner_id, ids, now)
     except Exception:
         logger.exception("could not stamp last_retrieved_at on %d memories", len(ids))
-    finally:
-        close_old_connections()
 
 
-_stamp_executor: ThreadPoolExecutor | None = None
-_stamp_lock = threading.Lock()
+_stamps = ThreadPool("recall-stamp", 1)
 
 
 def drain_stamps() -> None:
     """Wait until every stamp queued so far is written (before dropping a database, say)."""
-    global _stamp_executor
-    with _stamp_lock:
-        executor, _stamp_executor = _stamp_executor, None
-    if executor is not None:
-        executor.shutdown(wait=True)
-
-
-def _stamp_pool() -> ThreadPoolExecutor:
-    global _stamp_executor
-    with _stamp_lock:
-        if _stamp_executor is None:
-            _stamp_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-stamp")
-        return _stamp_executor
+    _stamps.drain()
 
 
 class _UnavailableProvider:

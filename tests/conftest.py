@@ -2,7 +2,10 @@
 
 Tests run against the embedded PostgreSQL with pgvector (or ``DATABASE_URL``);
 pytest-django creates a throw-away test database in it. Set ``TIMOTHY_TEST_DB``
-to give concurrent runs their own database name.
+to give concurrent runs their own database name. The settings are
+tests/settings.py; the start-up steps ``manage.py`` takes (timothy/startup.py)
+are taken here: the data folder when the run starts, the embedded server
+before the first test that needs a database.
 """
 
 from __future__ import annotations
@@ -11,6 +14,18 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from tests.base import make_memory  # noqa: F401  (re-exported for tests)
+from timothy.database import ensure_running
+from timothy.startup import prepare_data_dir
+
+
+def pytest_configure(config):
+    prepare_data_dir()
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """Runs before pytest-django creates the test database: start the server first."""
+    ensure_running()
 
 
 @pytest.fixture

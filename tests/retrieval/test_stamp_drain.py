@@ -15,13 +15,11 @@ def test_it_waits_for_every_queued_stamp_and_starts_afresh_after():
         release.wait(60)
         written.append(number)
 
-    pool = recall._stamp_pool()
     for number in range(3):
-        pool.submit(slow_stamp, number)
+        recall._stamps.submit(slow_stamp, number)
     threading.Timer(0.05, release.set).start()
     recall.drain_stamps()
     assert written == [0, 1, 2]
     # A recall after the drain gets a new pool rather than a shut one.
-    assert recall._stamp_pool() is not pool
-    assert recall._stamp_pool().submit(lambda: 7).result(timeout=60) == 7
+    assert recall._stamps.submit(lambda: 7).result(timeout=60) == 7
     recall.drain_stamps()

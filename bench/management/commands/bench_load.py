@@ -97,7 +97,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--web-workers",
             type=int,
-            default=int(os.environ.get("TIMOTHY_WEB_WORKERS", "2")),
+            default=settings.WEB_WORKERS,
             help="gunicorn worker processes, as make run (default 2)",
         )
         parser.add_argument("--database", default="timothy_load", help="scratch database name")
@@ -135,7 +135,7 @@ class Command(BaseCommand):
             DATABASE_URL=url,
             TIMOTHY_EMBEDDING_PROVIDER=settings.EMBEDDING_PROVIDER,
             TIMOTHY_WEB_WORKERS=str(options["web_workers"]),
-            TIMOTHY_WORKERS=os.environ.get("TIMOTHY_WORKERS", "2"),
+            TIMOTHY_WORKERS=str(settings.Q_CLUSTER["workers"]),
         )
         service = ServeProcess(env)
         try:

@@ -315,7 +315,6 @@ class Command(BaseCommand):
         env.update(
             DATABASE_URL=database_url,
             TIMOTHY_EMBEDDING_PROVIDER="local",
-            TIMOTHY_TESTING="0",
             # The benchmark is one client asking as fast as it can.
             TIMOTHY_RATE_LIMIT_PER_MINUTE=str(10**9),
             TIMOTHY_EMBEDDING_QUERY_CACHE=env.get("TIMOTHY_EMBEDDING_QUERY_CACHE", "1024")
@@ -621,7 +620,7 @@ def _tree_cpu(parent) -> float:
 
 def _postmaster_pid_file() -> Path | None:
     """The embedded server's pid file (None with DATABASE_URL: not this machine's to read)."""
-    if os.environ.get("DATABASE_URL"):
+    if not settings.EMBEDDED_DATABASE:
         return None
     path = Path(settings.DATA_DIR) / "postgres" / "postmaster.pid"
     return path if path.exists() else None

@@ -94,10 +94,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, check_only: bool = False, web_workers: int = 2, **options) -> None:
+        # manage.py started the embedded PostgreSQL already; serve may also be
+        # called from code (call_command), so it makes sure itself.
+        database.ensure_running()
         self.check_database()
         call_command("migrate", interactive=False, verbosity=0)
-        # The per-token rate limit is counted in a cache table in PostgreSQL.
-        call_command("createcachetable", verbosity=0)
         self.check_retrieval_index()
         self.check_embeddings()
         self.ensure_owner()
@@ -115,7 +116,7 @@ class Command(BaseCommand):
         except OperationalError as error:
             first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
             raise CommandError(f"Cannot reach the PostgreSQL server: {first_line}")
-        where = "embedded PostgreSQL" if not os.environ.get("DATABASE_URL") else "DATABASE_URL"
+        where = "embedded PostgreSQL" if settings.EMBEDDED_DATABASE else "DATABASE_URL"
         self.stdout.write(f"Database: {where}, pgvector {version}.")
 
     def check_retrieval_index(self) -> None:
@@ -167,7 +168,7 @@ class Command(BaseCommand):
 
     def serve(self, web_workers: int) -> None:
         children = [Child(name, command) for name, command in child_commands(web_workers).items()]
-        embedded = not os.environ.get("DATABASE_URL")
+        embedded = settings.EMBEDDED_DATABASE
         postgres_restarts = Backoff()
         stopping = False
 
@@ -216,7 +217,7 @@ class Command(BaseCommand):
             child.process = None
             child.restart_at = time.monotonic() + delay
             self.stderr.write(f"The {child.name} {how}; restarting it in {delay:g} s.")
-            if child.name == WORKER and not os.environ.get("DATABASE_URL"):
+            if child.name == WORKER and settings.EMBEDDED_DATABASE:
                 self.release_claimed_tasks()
         if child.process is None and time.monotonic() >= child.restart_at:
             child.start()
