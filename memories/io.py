@@ -51,24 +51,8 @@ BATCH_SIZE = 2000
 # Files at least this large get a progress bar on stderr.
 PROGRESS_MIN_BYTES = 256 * 1024
 
-FIELDS = frozenset(
-    {
-        "id",
-        "content",
-        "type",
-        "status",
-        "entities",
-        "confidence",
-        "created_at",
-        "last_confirmed_at",
-        "last_retrieved_at",
-        "source",
-        "session_id",
-        "metadata",
-        "embedding",
-        "superseded_by",
-    }
-)
+# An import reads what an export writes.
+FIELDS = frozenset(EXPORT_FIELDS)
 DATE_FIELDS = ("created_at", "last_confirmed_at", "last_retrieved_at")
 TYPES = tuple(Memory.Type.values)
 STATUSES = tuple(Memory.Status.values)
