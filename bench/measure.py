@@ -1,9 +1,29 @@
-"""Small helpers the benchmark commands share: percentiles and an honest word for the load."""
+"""Small helpers the benchmark commands share: the fills' COPY layout, percentiles and
+an honest word for the load."""
 
 from __future__ import annotations
 
 import os
 
+# The fills write memories with a binary COPY: these columns, of these types.
+COPY_COLUMNS = (
+    "owner_id, type, content, status, entity_refs, embedding, confidence, source, "
+    "session_id, metadata, created_at, last_confirmed_at"
+)
+COPY_TYPES = [
+    "int4",
+    "text",
+    "text",
+    "text",
+    "text[]",
+    "vector",
+    "float8",
+    "text",
+    "text",
+    "jsonb",
+    "timestamptz",
+    "timestamptz",
+]
 # Load average per core above which a run is contended (more runnable
 # processes than cores), and below which it is quiet.
 CONTENDED_LOAD_PER_CORE = 1.0

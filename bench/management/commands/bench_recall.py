@@ -24,7 +24,7 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
-from bench.measure import describe_load, load_average, percentile
+from bench.measure import COPY_COLUMNS, COPY_TYPES, describe_load, load_average, percentile
 from memories.models import Memory
 from retrieval import index as retrieval_index
 from retrieval import legs
@@ -46,21 +46,6 @@ TYPES = (("semantic", 0.45), ("preference", 0.2), ("episodic", 0.3), ("reflectio
 WARMUP_QUERIES = 20
 # Share of queries about a topic the owner has memories on.
 OWN_TOPIC_SHARE = 0.8
-# Column types of the binary COPY, in the order of the column list.
-COPY_TYPES = [
-    "int4",
-    "text",
-    "text",
-    "text",
-    "text[]",
-    "vector",
-    "float8",
-    "text",
-    "text",
-    "jsonb",
-    "timestamptz",
-    "timestamptz",
-]
 
 FIRST_NAMES = [
     "Ann",
@@ -337,9 +322,7 @@ class Command(BaseCommand):
                 with (
                     raw.cursor() as cursor,
                     cursor.copy(
-                        f"COPY {table} (owner_id, type, content, status, entity_refs, embedding, "
-                        "confidence, source, session_id, metadata, created_at, last_confirmed_at) "
-                        "FROM STDIN (FORMAT BINARY)"
+                        f"COPY {table} ({COPY_COLUMNS}) FROM STDIN (FORMAT BINARY)"
                     ) as copy,
                 ):
                     copy.set_types(COPY_TYPES)

@@ -38,7 +38,7 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
-from bench.measure import describe_load, load_average, percentile
+from bench.measure import COPY_COLUMNS, COPY_TYPES, describe_load, load_average, percentile
 from memories.management.commands.serve import WEB_THREADS, public_site_command
 from memories.models import ApiToken, Memory
 from retrieval.embeddings import LocalEmbeddingProvider, default_local_model_path
@@ -69,24 +69,6 @@ SERVER_START_SECONDS = 180
 REQUEST_TIMEOUT = 60
 STOP_SECONDS = 30
 TYPES = ("semantic", "preference", "episodic", "reflection")
-COPY_COLUMNS = (
-    "owner_id, type, content, status, entity_refs, embedding, confidence, source, "
-    "session_id, metadata, created_at, last_confirmed_at"
-)
-COPY_TYPES = [
-    "int4",
-    "text",
-    "text",
-    "text",
-    "text[]",
-    "vector",
-    "float8",
-    "text",
-    "text",
-    "jsonb",
-    "timestamptz",
-    "timestamptz",
-]
 STAGES = ("embed", "legs", "fuse", "pack", "recall")
 # What one owner's memories occupy: the rows, the retrieval index, the events.
 SIZED_TABLES = (
