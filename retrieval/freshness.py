@@ -25,7 +25,7 @@ from retrieval.constants import (
     RERANK_TOP,
     TYPE_PROFILES,
 )
-from retrieval.fusion import age_days
+from retrieval.fusion import age_days, cosine
 from retrieval.legs import LegSkipped, run_step
 from retrieval.results import LegReport, ScoredMemory
 
@@ -41,12 +41,6 @@ def min_max(values: Sequence[float]) -> list[float]:
     if math.isclose(low, high, rel_tol=0.0, abs_tol=1e-12):
         return [1.0 for _ in values]
     return [(value - low) / (high - low) for value in values]
-
-
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
 
 
 @dataclass
@@ -111,7 +105,7 @@ def rerank(
         if vector is None:
             vector = fresh_vectors.get(candidate.memory.pk)
         if vector is not None:
-            candidate.cosine = cosine([float(x) for x in vector], query_embedding)
+            candidate.cosine = cosine(vector, query_embedding)
     return sorted(
         candidates,
         key=lambda candidate: (candidate.cosine is None, -(candidate.cosine or 0.0)),

@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+import numpy as np
+
 from memories.models import Memory
 from retrieval.constants import (
     CURRENT_STATE_HALF_LIFE_DAYS,
@@ -84,9 +86,10 @@ def wants_current_state(query: str) -> bool:
 def cosine(a: Sequence[float] | None, b: Sequence[float] | None) -> float | None:
     if a is None or b is None:
         return None
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    norm = math.sqrt(a @ a) * math.sqrt(b @ b)
+    return float(a @ b) / norm if norm else 0.0
 
 
 def rrf_ranks(rankings: Mapping[str, Ranking]) -> dict[int, dict[str, int]]:
@@ -152,13 +155,15 @@ def fuse(
     profile: FusionProfile,
     query: str = "",
     query_embedding: Sequence[float] | None = None,
+    vectors: Mapping[int, Sequence[float]] | None = None,
 ) -> tuple[list[ScoredMemory], list[ScoredMemory]]:
     """Score every candidate; return (kept best first, cut best first).
 
     Ids missing from ``memories`` (no longer active, or not the owner's, by the
-    time they were loaded) are dropped. ``query_embedding`` (with the
-    memories' embeddings loaded) feeds the semantic gate and the current-state
-    check; without it both stand aside.
+    time they were loaded) are dropped. ``query_embedding``, with the
+    candidates' ``vectors`` (by memory id; default: each memory's loaded
+    ``embedding``), feeds the semantic gate and the current-state check;
+    without it both stand aside.
     """
     rankings = {
         leg: [(memory_id, score) for memory_id, score in ranked if memory_id in memories]
@@ -175,8 +180,11 @@ def fuse(
         # One scored leg alone (no vectors, say): there is no other leg to weigh
         # it against, so its own scores order everything it found.
         z_by_leg[found[0]] = proportional(rankings[found[0]], z_by_leg[found[0]])
-    vectors = {memory_id: _vector(memories[memory_id]) for memory_id in ranks}
-    similarities = {memory_id: cosine(query_embedding, vectors[memory_id]) for memory_id in ranks}
+    if vectors is None:
+        vectors = {memory_id: _vector(memories[memory_id]) for memory_id in ranks}
+    similarities = {
+        memory_id: cosine(query_embedding, vectors.get(memory_id)) for memory_id in ranks
+    }
 
     scored: list[ScoredMemory] = []
     for memory_id, leg_ranks in ranks.items():
@@ -243,7 +251,7 @@ def _standardised_relevance(
 def _prefer_current_state(
     scored: list[ScoredMemory],
     as_of: datetime,
-    vectors: Mapping[int, list[float] | None] | None,
+    vectors: Mapping[int, Sequence[float]] | None,
 ) -> None:
     """The query asks how things stand now: newer memories win.
 
@@ -260,7 +268,7 @@ def _prefer_current_state(
             for newer in top:
                 if newer is older or newer.memory.created_at <= older.memory.created_at:
                     continue
-                alike = cosine(vectors[older.memory.pk], vectors[newer.memory.pk])
+                alike = cosine(vectors.get(older.memory.pk), vectors.get(newer.memory.pk))
                 if alike is not None and alike >= SUPERSEDE_SIMILARITY:
                     demoted[id(older)] = newer.memory.pk
                     break

@@ -27,6 +27,7 @@ from retrieval.lexemes import clean_query
 from retrieval.packing import pack
 from retrieval.replay import is_past, needs_replay
 from retrieval.results import LegReport, RecallFailed, RecallResult, ScoredMemory
+from retrieval.vectors import stored_vectors
 from timothy.concurrency import ThreadPool, must_run_inline
 
 logger = logging.getLogger(__name__)
@@ -184,9 +185,9 @@ def _fused(
     needs_vectors = query_embedding is not None and (
         profile.semantic_gate is not None or profile.current_state
     )
-    deferred = ("tsv",) if needs_vectors else ("embedding", "tsv")
     # Owner and status again: a leg's answer is only a list of ids.
-    memories = alive(owner_id, as_of, replaying).defer(*deferred).in_bulk(ids)
+    memories = alive(owner_id, as_of, replaying).defer("embedding", "tsv").in_bulk(ids)
+    vectors = stored_vectors(owner_id, memories) if needs_vectors else {}
     return fuse(
         rankings,
         memories,
@@ -194,6 +195,7 @@ def _fused(
         profile=profile,
         query=query,
         query_embedding=query_embedding,
+        vectors=vectors,
     )
 
 
