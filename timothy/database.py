@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
 import warnings
@@ -43,6 +44,55 @@ class DatabaseUnsuitable(Exception):
 
 EMBEDDED_DATABASE_NAME = "timothy"
 EMBEDDED_USER = "postgres"
+# Our settings for the embedded server, in a file of their own that its
+# postgresql.conf includes; written before each start, read at start.
+EMBEDDED_CONFIG_FILE = "timothy.conf"
+EMBEDDED_CONFIG_INCLUDE = f"include_if_exists = '{EMBEDDED_CONFIG_FILE}'"
+# shared_buffers when TIMOTHY_PG_SHARED_BUFFERS_MB is not set: a quarter of
+# the machine's memory (PostgreSQL's own advice for a dedicated server), within
+# these bounds (128 MB is PostgreSQL's default).
+SHARED_BUFFERS_SHARE = 0.25
+SHARED_BUFFERS_MIN_MB = 128
+SHARED_BUFFERS_MAX_MB = 4096
+
+
+def default_shared_buffers_mb() -> int:
+    quarter = int(psutil.virtual_memory().total * SHARED_BUFFERS_SHARE) // (1024 * 1024)
+    return max(SHARED_BUFFERS_MIN_MB, min(SHARED_BUFFERS_MAX_MB, quarter))
+
+
+def write_embedded_config(pgdata: Path, shared_buffers_mb: int) -> None:
+    """Write our settings where the embedded server reads them at its next start.
+
+    With PostgreSQL's default of 128 MB of shared buffers, a 100,000-memory
+    owner's vector graph (~180 MB) does not stay in them: a search read a
+    thousand pages from the OS each time (docs/benchmarks.md).
+    """
+    config = pgdata / EMBEDDED_CONFIG_FILE
+    config.write_text(
+        "# Written by Timothy Memory before each start (timothy/database.py); edits are lost.\n"
+        f"shared_buffers = '{shared_buffers_mb}MB'\n"
+    )
+    main_config = pgdata / "postgresql.conf"
+    text = main_config.read_text()
+    if EMBEDDED_CONFIG_INCLUDE not in text.splitlines():
+        main_config.write_text(text.rstrip("\n") + "\n\n" + EMBEDDED_CONFIG_INCLUDE + "\n")
+    owner = main_config.stat()
+    with contextlib.suppress(PermissionError):
+        # Running as root, the server runs as its own system user: hand it the file.
+        os.chown(config, owner.st_uid, owner.st_gid)
+
+
+def _start_embedded_server(server, data_dir: Path) -> None:
+    """Start ``server`` (initialising its data folder first if new) with our settings;
+    nothing if it already runs."""
+    from django.conf import settings
+
+    if not embedded_running(data_dir):
+        server.ensure_pgdata_inited()
+        write_embedded_config(data_dir / "postgres", settings.EMBEDDED_SHARED_BUFFERS_MB)
+    server.start()
+
 
 _started: set[Path] = set()
 
@@ -79,7 +129,8 @@ def ensure_running() -> None:
     pgdata = data_dir / "postgres"
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     with _quiet():
-        server = _pgserver().get_server(pgdata, cleanup_mode=None)
+        server = _pgserver().get_server(pgdata, cleanup_mode=None, start=False)
+        _start_embedded_server(server, data_dir)
     exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{EMBEDDED_DATABASE_NAME}';")
     if "(1 row)" not in exists:
         server.psql(f"CREATE DATABASE {EMBEDDED_DATABASE_NAME};")
@@ -128,9 +179,8 @@ def embedded_running(data_dir: Path) -> bool:
 def start_embedded(data_dir: Path) -> None:
     """Start the embedded server again after it stopped (crashed, killed) under us."""
     with _quiet():
-        server = _pgserver().get_server(data_dir / "postgres", cleanup_mode=None)
-        if not embedded_running(data_dir):
-            server.start()
+        server = _pgserver().get_server(data_dir / "postgres", cleanup_mode=None, start=False)
+        _start_embedded_server(server, data_dir)
 
 
 def stop_embedded(data_dir: Path) -> None:

@@ -21,7 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from retrieval.names import EMBEDDING_PROVIDERS, LOCAL_RUNTIMES, PIPELINES, PROFILE_NAMES
-from timothy.database import database_settings
+from timothy.database import database_settings, default_shared_buffers_mb
 from timothy.env import (
     envaddress,
     envbool,
@@ -111,6 +111,10 @@ DATABASES = {
     "default": database_settings(_database_url, DATA_DIR, test_name=envstr("TIMOTHY_TEST_DB"))
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# The embedded server's shared buffers, in MB (read when it starts).
+EMBEDDED_SHARED_BUFFERS_MB = envint(
+    "TIMOTHY_PG_SHARED_BUFFERS_MB", default_shared_buffers_mb(), minimum=16
+)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
