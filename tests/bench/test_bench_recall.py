@@ -36,6 +36,10 @@ def test_it_fills_a_scratch_database_measures_and_drops_it():
     for name in ("recall", "vector", "text", "entity"):
         p50, p95, p99 = (float(value) for value in lines[name][:3])
         assert 0 < p50 <= p95 <= p99
+    for part in ("legs", "fuse", "pack"):
+        p50, p95, p99 = (float(value) for value in lines[part][:3])
+        assert 0 <= p50 <= p95 <= p99
+    assert float(lines["legs"][0]) < float(lines["recall"][0])
     assert "ok 5" in " ".join(lines["text"])
     assert not database_exists(SCRATCH)
     # The command leaves the test database the connection pointed at.

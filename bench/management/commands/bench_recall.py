@@ -44,6 +44,9 @@ QUERY_NOISE = 0.25
 STATUSES = (("active", 0.9), ("archived", 0.05), ("proposed", 0.05))
 TYPES = (("semantic", 0.45), ("preference", 0.2), ("episodic", 0.3), ("reflection", 0.05))
 WARMUP_QUERIES = 20
+# Parts of recall()'s time printed after the legs: the legs' wall clock (they
+# run at once), fusion (loading the candidates and scoring them), packing.
+SPLIT_PARTS = ("legs", "fuse", "pack")
 # Share of queries about a topic the owner has memories on.
 OWN_TOPIC_SHARE = 0.8
 
@@ -420,6 +423,8 @@ class Command(BaseCommand):
         load_before = load_average()
         totals: list[float] = []
         per_leg: dict[str, list[float]] = {}
+        # recall()'s own split (RecallResult.timings, the route's Server-Timing).
+        split: dict[str, list[float]] = {part: [] for part in SPLIT_PARTS}
         counts: list[int] = []
         statuses: dict[str, dict[str, int]] = {}
         for index, (owner, query, embedding) in enumerate(
@@ -438,6 +443,8 @@ class Command(BaseCommand):
             if index < WARMUP_QUERIES:
                 continue
             totals.append(elapsed)
+            for part in SPLIT_PARTS:
+                split[part].append(result.timings[part])
             counts.append(len(result.memories))
             for name, report in result.legs.items():
                 per_leg.setdefault(name, []).append(report.ms)
@@ -461,6 +468,8 @@ class Command(BaseCommand):
         for name, values in per_leg.items():
             outcome = ", ".join(f"{status} {count}" for status, count in statuses[name].items())
             self._line(f"  {name}", values, outcome)
+        for part in SPLIT_PARTS:
+            self._line(f"  {part}", split[part])
 
     def _query_topic(self, synthesizer: Synthesizer, owner_id: int) -> int:
         """Mostly a topic the owner has memories about (people ask about their own
