@@ -9,10 +9,8 @@ the wait). A server that freezes with connections open: tests/faults/.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +18,9 @@ from pathlib import Path
 
 import pytest
 import requests
+
+from tests.client.faults import silent_listener
+from tests.client.service import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICE_TOKEN = "service-token-for-the-db-down-test"
@@ -31,43 +32,6 @@ START_TIMEOUT = 120
 HTTP_TIMEOUT = 60
 # How long gunicorn may take to stop once asked before it is killed.
 STOP_TIMEOUT = 60
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextmanager
-def silent_database() -> Iterator[int]:
-    """A TCP listener that accepts connections and never says a word."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join()
-        for connection in held:
-            connection.close()
-        server.close()
 
 
 @contextmanager
@@ -180,7 +144,7 @@ def test_it_answers_503_on_the_internal_listener():
 
 
 def test_it_gives_up_on_a_database_that_never_answers():
-    with silent_database() as port, service("timothy.wsgi", port) as url:
+    with silent_listener() as port, service("timothy.wsgi", port) as url:
         # The connect timeout (3 s) ends the wait.
         response = requests.get(
             url + "/v1/memories",

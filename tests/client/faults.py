@@ -28,7 +28,15 @@ def refused_url() -> str:
 
 @contextmanager
 def silent_server() -> Iterator[str]:
-    """Accepts connections, reads nothing, answers nothing."""
+    """Accepts connections, reads nothing, answers nothing (its URL)."""
+    with silent_listener() as port:
+        yield f"http://127.0.0.1:{port}"
+
+
+@contextmanager
+def silent_listener() -> Iterator[int]:
+    """A TCP listener that accepts connections and never says a word (its port):
+    a hung server, or a frozen database."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(32)
@@ -48,7 +56,7 @@ def silent_server() -> Iterator[str]:
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+        yield server.getsockname()[1]
     finally:
         stop.set()
         thread.join()
