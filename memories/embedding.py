@@ -28,6 +28,11 @@ from retrieval.vectors import vector_text
 
 # Rows that can come back into retrieval: active now, or once confirmed.
 EMBEDDED_STATUSES = (Memory.Status.ACTIVE, Memory.Status.PROPOSED)
+# Rows per provider call and per transaction in reembed. The local model sorts
+# the texts of a call by length and encodes them 64 at a time: the more texts
+# it can sort, the less padding it computes (512 rows: 1.7× as many memories a
+# second as 64, docs/benchmarks.md).
+REEMBED_BATCH_ROWS = 512
 
 
 class ReembedRefused(Exception):
@@ -70,6 +75,7 @@ def reembed(
     missing_only: bool = False,
     start_after: int = 0,
     batch_size: int | None = None,
+    threads: int | None = None,
     report: Callable[[str], None] = lambda line: None,
     progress: Callable[[int, int], None] = lambda stored, total: None,
 ) -> Reembedded:
@@ -80,8 +86,11 @@ def reembed(
     ``ReembedRefused`` before writing anything, ``EmbeddingStopped`` after a
     failed batch (resume with ``start_after=error.last_id``). ``progress`` is
     called after each batch with its size and the number of rows to embed.
+    ``batch_size`` is rows per provider call and per transaction (default
+    ``REEMBED_BATCH_ROWS``); ``threads`` the local model's threads (default
+    ``TIMOTHY_EMBEDDING_THREADS``).
     """
-    provider = get_provider()
+    provider = get_provider(threads=threads)
     if provider is None:
         raise ReembedRefused(
             "No embedding provider is configured (TIMOTHY_EMBEDDING_PROVIDER=none); "
@@ -124,7 +133,7 @@ def reembed(
         embedded = embed_rows(
             provider,
             rows,
-            batch_size=batch_size or settings.EMBEDDING_BATCH_SIZE,
+            batch_size=batch_size or REEMBED_BATCH_ROWS,
             missing_only=missing_only,
             start_after=start_after,
             on_batch=lambda count: progress(count, total),

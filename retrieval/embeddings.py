@@ -384,19 +384,25 @@ def _settings_key() -> tuple:
     )
 
 
-def get_provider() -> EmbeddingProvider | None:
-    """The configured provider, built once per distinct settings; None for ``none``."""
-    key = _settings_key()
+def get_provider(*, threads: int | None = None) -> EmbeddingProvider | None:
+    """The configured provider, built once per distinct settings; None for ``none``.
+
+    ``threads`` overrides ``TIMOTHY_EMBEDDING_THREADS`` for the local model (a
+    bulk job run by hand may use every core; the service's processes keep one
+    each).
+    """
+    threads = threads or settings.EMBEDDING_THREADS
+    key = (*_settings_key(), threads)
     with _provider_lock:
         if key not in _provider_cache:
-            provider = _build_provider()
+            provider = _build_provider(threads)
             if provider is not None:
                 provider.query_cache = QueryCache(settings.EMBEDDING_QUERY_CACHE)
             _provider_cache[key] = provider
         return _provider_cache[key]
 
 
-def _build_provider() -> EmbeddingProvider | None:
+def _build_provider(threads: int) -> EmbeddingProvider | None:
     kind = (settings.EMBEDDING_PROVIDER or "none").lower()
     if kind == "none":
         return None
@@ -416,7 +422,7 @@ def _build_provider() -> EmbeddingProvider | None:
             path or default_local_model_path(),
             batch_size=settings.EMBEDDING_BATCH_SIZE,
             runtime=(settings.EMBEDDING_RUNTIME or "onnx").lower(),
-            threads=settings.EMBEDDING_THREADS,
+            threads=threads,
             export_dir=Path(settings.DATA_DIR) / "models",
         )
     raise ImproperlyConfigured(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connection
@@ -53,3 +55,14 @@ def owner_by_username(username: str):
             f"There is no owner named {username!r}; create the account first "
             f"(`python manage.py createtoken {username}` creates it with a token)."
         )
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1, or a clear usage error."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number} is not at least 1")
+    return number

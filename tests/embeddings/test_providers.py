@@ -141,6 +141,17 @@ def test_it_uses_the_packaged_model_by_default(settings):
     assert provider.model_path == default_local_model_path()
 
 
+def test_a_bulk_job_may_ask_for_more_threads_than_the_service_uses(settings):
+    settings.EMBEDDING_PROVIDER = "local"
+    settings.EMBEDDING_MODEL = ""
+    settings.EMBEDDING_THREADS = 1
+    service = get_provider()
+    bulk = get_provider(threads=2)
+    assert (service.threads, bulk.threads) == (1, 2)
+    assert get_provider(threads=2) is bulk
+    assert get_provider() is service
+
+
 def test_it_reads_the_local_dimension_without_loading_the_model():
     provider = LocalEmbeddingProvider(default_local_model_path(), batch_size=8)
     assert provider.dimensions == 384

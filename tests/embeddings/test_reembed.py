@@ -57,6 +57,23 @@ def test_it_sends_batches_of_the_given_size(openai_embeddings, alice):
     assert [len(r.json["input"]) for r in openai_embeddings.requests_to(EMBEDDINGS)] == [2, 2, 1]
 
 
+def test_it_sends_512_memories_a_call_by_default(openai_embeddings, alice, settings):
+    # A provider that would take more at once: the calls themselves stop at 512.
+    settings.EMBEDDING_BATCH_SIZE = 1000
+    Memory.objects.bulk_create(
+        Memory(owner=alice, type="semantic", content=f"Fact number {i}.") for i in range(513)
+    )
+    reembed()
+    assert [len(r.json["input"]) for r in openai_embeddings.requests_to(EMBEDDINGS)] == [512, 1]
+
+
+@pytest.mark.parametrize("option", ["--batch-size", "--threads"])
+@pytest.mark.parametrize("value", ["0", "-3", "two"])
+def test_it_refuses_a_count_that_is_not_positive(option, value):
+    with pytest.raises(CommandError, match=f"argument {option}: "):
+        reembed(option, value)
+
+
 def test_it_resumes_after_a_failure(openai_embeddings, alice):
     memories = [make_memory(alice, f"Fact number {i}.") for i in range(4)]
     openai_embeddings.queue(

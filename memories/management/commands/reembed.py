@@ -8,12 +8,13 @@ conversion) or ``--start-after`` (the id it printed).
 
 from __future__ import annotations
 
-from django.conf import settings
+import os
+
 from django.core.management.base import CommandError
 from tqdm import tqdm
 
-from memories.embedding import EmbeddingStopped, ReembedRefused, reembed
-from memories.management.base import SchemaCommand, owner_by_username
+from memories.embedding import REEMBED_BATCH_ROWS, EmbeddingStopped, ReembedRefused, reembed
+from memories.management.base import SchemaCommand, owner_by_username, positive_int
 from retrieval.embeddings import EmbeddingError
 
 
@@ -30,9 +31,16 @@ class Command(SchemaCommand):
         )
         parser.add_argument(
             "--batch-size",
-            type=int,
-            default=settings.EMBEDDING_BATCH_SIZE,
-            help="Memories per provider call and per transaction.",
+            type=positive_int,
+            default=REEMBED_BATCH_ROWS,
+            help=f"Memories per provider call and per transaction (default {REEMBED_BATCH_ROWS}).",
+        )
+        parser.add_argument(
+            "--threads",
+            type=positive_int,
+            default=os.cpu_count() or 1,
+            help="Threads of the local embedding model (default: every core; 1 leaves the "
+            "other cores to a service running beside it).",
         )
 
     def handle(self, *args, **options) -> None:
@@ -51,6 +59,7 @@ class Command(SchemaCommand):
                 missing_only=options["missing_only"],
                 start_after=options["start_after"],
                 batch_size=options["batch_size"],
+                threads=options["threads"],
                 report=self.stdout.write,
                 progress=progress,
             )
