@@ -1,4 +1,4 @@
-"""BM25 over the owner's active memories, computed in PostgreSQL from their postings.
+"""BM25 over the owner's active memories, from their postings.
 
 Terms are the query's English lexemes (the same ones the text leg uses);
 a term's frequency in a memory is the number of positions the lexeme has in
@@ -11,15 +11,18 @@ as of ``as_of``:
 
     idf(t)        = ln(1 + (N − n(t) + 0.5) / (n(t) + 0.5))
     score(m)      = Σ_t idf(t) · f(t,m) · (k1 + 1) / (f(t,m) + k1 · (1 − b + b · |m| / avg|m|))
+
+PostgreSQL reads the query's postings (``retrieval/posting_lists.py``); numpy
+adds them up.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from datetime import datetime
 
+import numpy as np
 from django.db import connection
 from django.utils import timezone
 
@@ -27,20 +30,17 @@ from memories.models import Memory
 from retrieval.constants import BM25_B, BM25_CORPUS_STATS_TTL_SECONDS, BM25_K1, BM25_TOP
 from retrieval.lexemes import query_lexemes
 from retrieval.models import OwnerCorpusChange, Posting
+from retrieval.posting_lists import PostingLists, read_postings
 
 MEMORY_TABLE = Memory._meta.db_table
-POSTING_TABLE = Posting._meta.db_table
 CORPUS_TABLE = OwnerCorpusChange._meta.db_table
 
 # The moment a memory counts from at as_of: its last confirmation, unless that
 # happened after as_of (a replay must not see the future), else its creation.
-# (retrieval.fusion.reference_time is the same rule in Python.)
+# (retrieval.fusion.reference_time is the same rule in Python, and
+# posting_lists.POSTING_REFERENCE_TIME_SQL the same from a posting.)
 REFERENCE_TIME_SQL = (
     "CASE WHEN m.last_confirmed_at <= %(as_of)s THEN m.last_confirmed_at ELSE m.created_at END"
-)
-# The same, from a posting (which copies both dates of its memory).
-POSTING_REFERENCE_TIME_SQL = (
-    "CASE WHEN t.last_confirmed_at <= %(as_of)s THEN t.last_confirmed_at ELSE t.created_at END"
 )
 
 
@@ -110,14 +110,6 @@ def compact_corpus_sums() -> None:
 BM25_CORPUS_STATS_TTL = BM25_CORPUS_STATS_TTL_SECONDS
 
 
-# Below this many matching postings the query is ranked in one statement;
-# above it, exact top-k pruning (below) spares aggregating most of them. A
-# module variable so the test suite can force the pruned path on small data.
-PRUNE_MIN_POSTINGS = 2000
-# Bounds are compared with this much slack for floating-point rounding.
-BOUND_SLACK = 1e-9
-
-
 def bm25_scores(
     cursor,
     owner_id: int,
@@ -131,150 +123,44 @@ def bm25_scores(
     """The ``top`` best (memory id, BM25 score) pairs, best first.
 
     Equal scores go most recently confirmed first: with nothing else to tell
-    them apart, the newer memory is the better guess.
-
-    Exact top-k pruning (MaxScore): a lexeme's contribution to any memory is
-    at most its IDF times the term-frequency part at its highest frequency and
-    shortest memory, both read with its document count. Memories that hold
-    none of the rarest lexemes can score at most the sum of the other
-    lexemes' bounds; once the ``top``-th best score among the memories that do
-    hold one (each scored over every lexeme) is above that sum, no other
-    memory can enter the answer, and the frequent lexemes' postings are read
-    only for those candidates. Otherwise one more lexeme joins the rare ones,
-    up to half the matching postings; past that, every match is ranked at
-    once. The answer is the same, score for score, as ranking every match.
+    them apart, the newer memory is the better guess. N and n count every
+    active memory; only the answer is filtered by ``types``.
     """
     lexemes = query_lexemes(cursor, query)
     if not lexemes:
         return []
     documents, average_length = corpus_statistics(cursor, owner_id, as_of)
-    params = {
-        "documents": documents,
-        "average_length": average_length,
-        "owner_id": owner_id,
-        "as_of": as_of,
-        "lexemes": lexemes,
-        "k1": BM25_K1,
-        "b": b,
-        "top": top,
-        "types": list(types or ()),
-    }
-    if len(lexemes) > 1:
-        pruned = _pruned_scores(cursor, params)
-        if pruned is not None:
-            return pruned
-    # N and n count every active memory; only the answer is filtered by type.
-    type_filter = "WHERE p.type = ANY(%(types)s)" if types else ""
-    # The owner's postings of the query's lexemes (retrieval.models.Posting): an
-    # index-only scan, where reading the matching memories themselves cost about
-    # one 8 KB page each (docs/benchmarks.md).
-    cursor.execute(
-        f"""
-        WITH corpus AS (
-            SELECT %(documents)s::float8 AS documents,
-                   greatest(%(average_length)s::float8, 1) AS average_length
-        ),
-        postings AS MATERIALIZED (
-            SELECT t.memory_id AS id, t.type, t.length, t.term AS lexeme, t.frequency,
-                   {POSTING_REFERENCE_TIME_SQL} AS reference_time
-            FROM {POSTING_TABLE} t
-            WHERE t.owner_id = %(owner_id)s AND t.kind = '{Posting.Kind.LEXEME}'
-              AND t.term = ANY(%(lexemes)s::text[]) AND t.created_at <= %(as_of)s
-        ),
-        containing AS (SELECT lexeme, count(*)::float8 AS documents FROM postings GROUP BY lexeme)
-        SELECT p.id, sum({SCORE_SQL}) AS score
-        FROM postings p
-        JOIN containing n USING (lexeme)
-        CROSS JOIN corpus c
-        {type_filter}
-        GROUP BY p.id
-        ORDER BY score DESC, max(p.reference_time) DESC, p.id DESC
-        LIMIT %(top)s
-        """,
-        params,
+    postings = read_postings(cursor, owner_id, Posting.Kind.LEXEME, lexemes, as_of, types)
+    return rank_bm25(postings, documents, average_length, top=top, k1=BM25_K1, b=b)
+
+
+def rank_bm25(
+    postings: PostingLists,
+    documents: float,
+    average_length: float,
+    *,
+    top: int,
+    k1: float = BM25_K1,
+    b: float = BM25_B,
+) -> list[tuple[int, float]]:
+    """BM25 of every memory the postings name; the ``top`` best, best first."""
+    if not len(postings):
+        return []
+    containing = postings.documents
+    idf = np.log(1 + (documents - containing + 0.5) / (containing + 0.5))
+    frequency = postings.frequency
+    shares = (
+        idf[postings.term_index]
+        * frequency
+        * (k1 + 1)
+        / (frequency + k1 * (1 - b + b * postings.length / max(average_length, 1.0)))
     )
-    return [(memory_id, float(score)) for memory_id, score in cursor.fetchall()]
-
-
-# One posting's share of its memory's score; the same expression on both paths,
-# so that both add the same numbers in the same order.
-SCORE_SQL = """
-            ln(1 + (c.documents - n.documents + 0.5) / (n.documents + 0.5))
-            * p.frequency * (%(k1)s + 1)
-            / (p.frequency + %(k1)s * (1 - %(b)s + %(b)s * p.length / c.average_length))
-"""
-
-
-def _pruned_scores(cursor, params: dict) -> list[tuple[int, float]] | None:
-    """The answer by MaxScore pruning, or None when it would not save anything."""
-    cursor.execute(
-        f"""
-        SELECT t.term, count(*)::float8, max(t.frequency), min(t.length)
-        FROM {POSTING_TABLE} t
-        WHERE t.owner_id = %(owner_id)s AND t.kind = '{Posting.Kind.LEXEME}'
-          AND t.term = ANY(%(lexemes)s::text[]) AND t.created_at <= %(as_of)s
-        GROUP BY t.term
-        """,
-        params,
-    )
-    found = cursor.fetchall()
-    total = sum(count for _, count, _, _ in found)
-    if len(found) < 2 or total < PRUNE_MIN_POSTINGS:
-        return None
-    documents = params["documents"]
-    average_length = max(params["average_length"], 1.0)
-    k1, b = params["k1"], params["b"]
-    bounds = {}
-    for term, count, frequency, length in found:
-        idf = math.log(1 + (documents - count + 0.5) / (count + 0.5))
-        tf = frequency * (k1 + 1) / (frequency + k1 * (1 - b + b * length / average_length))
-        bounds[term] = max(0.0, idf * tf) * (1 + BOUND_SLACK)
-    counts = {term: count for term, count, _, _ in found}
-    # Rarest (highest bound) first: their memories are the likeliest winners.
-    order = sorted(bounds, key=lambda term: (-bounds[term], counts[term], term))
-    terms = [term for term, _, _, _ in found]
-    scoring = dict(params, terms=terms, term_documents=[counts[term] for term in terms])
-    type_filter = "AND t.type = ANY(%(types)s)" if params["types"] else ""
-    for size in range(1, len(order)):
-        essential = order[:size]
-        rest_bound = sum(bounds[term] for term in order[size:])
-        if sum(counts[term] for term in essential) * 2 > total:
-            return None  # reading half the postings anyway: rank them all at once
-        cursor.execute(
-            f"""
-            WITH corpus AS (
-                SELECT %(documents)s::float8 AS documents,
-                       greatest(%(average_length)s::float8, 1) AS average_length
-            ),
-            candidates AS MATERIALIZED (
-                SELECT DISTINCT t.memory_id FROM {POSTING_TABLE} t
-                WHERE t.owner_id = %(owner_id)s AND t.kind = '{Posting.Kind.LEXEME}'
-                  AND t.term = ANY(%(essential)s::text[]) AND t.created_at <= %(as_of)s
-                  {type_filter}
-            ),
-            postings AS MATERIALIZED (
-                SELECT t.memory_id AS id, t.type, t.length, t.term AS lexeme, t.frequency,
-                       {POSTING_REFERENCE_TIME_SQL} AS reference_time
-                FROM {POSTING_TABLE} t
-                WHERE t.owner_id = %(owner_id)s AND t.kind = '{Posting.Kind.LEXEME}'
-                  AND t.term = ANY(%(lexemes)s::text[]) AND t.created_at <= %(as_of)s
-                  AND t.memory_id IN (SELECT memory_id FROM candidates)
-            ),
-            containing AS (
-                SELECT * FROM unnest(%(terms)s::text[], %(term_documents)s::float8[])
-                    AS s(lexeme, documents)
-            )
-            SELECT p.id, sum({SCORE_SQL}) AS score
-            FROM postings p
-            JOIN containing n USING (lexeme)
-            CROSS JOIN corpus c
-            GROUP BY p.id
-            ORDER BY score DESC, max(p.reference_time) DESC, p.id DESC
-            LIMIT %(top)s
-            """,
-            dict(scoring, essential=essential),
-        )
-        ranked = [(memory_id, float(score)) for memory_id, score in cursor.fetchall()]
-        if len(ranked) == params["top"] and ranked[-1][1] > rest_bound:
-            return ranked
-    return None
+    memory_ids, memory_of = postings.by_memory()
+    # Each memory's shares are added in the order of its terms, whatever the
+    # memory: two memories with the same terms, frequencies and length score
+    # exactly alike (and are then told apart by recency).
+    scores = np.bincount(memory_of, weights=shares, minlength=len(memory_ids))
+    latest = np.full(len(memory_ids), np.iinfo(np.int64).min)
+    np.maximum.at(latest, memory_of, postings.reference_time)
+    best = np.lexsort((-memory_ids, -latest, -scores))[:top]
+    return [(int(memory_ids[i]), float(scores[i])) for i in best]

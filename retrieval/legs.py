@@ -18,11 +18,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypeVar
 
+import numpy as np
 from django.db import DatabaseError, connection, transaction
 
 from memories.models import Memory
 from retrieval import replay
-from retrieval.bm25 import POSTING_REFERENCE_TIME_SQL, bm25_scores, corpus_statistics
+from retrieval.bm25 import bm25_scores, corpus_statistics
 from retrieval.constants import (
     BM25,
     ENTITY_MAX_CHARS,
@@ -37,6 +38,7 @@ from retrieval.constants import (
 )
 from retrieval.lexemes import clean_query, query_lexemes
 from retrieval.models import OwnerEntity, Posting
+from retrieval.posting_lists import PostingLists, read_postings
 from retrieval.results import LegReport
 from retrieval.vectors import vector_text
 from timothy.concurrency import (
@@ -51,7 +53,6 @@ logger = logging.getLogger(__name__)
 
 MEMORY_TABLE = Memory._meta.db_table
 OWNER_ENTITY_TABLE = OwnerEntity._meta.db_table
-POSTING_TABLE = Posting._meta.db_table
 T = TypeVar("T")
 QUERY_CANCELED = "57014"
 # How long past its own timeout the runner waits for a leg: the database cancels
@@ -234,34 +235,36 @@ def entity_leg(cursor, request: LegRequest) -> Ranked:
     if not named:
         return Ranked()
     documents, _ = corpus_statistics(cursor, request.owner_id, request.as_of)
-    params = {
-        "owner_id": request.owner_id,
-        "as_of": request.as_of,
-        "limit": request.limit,
-        "keys": list(named),
-        "counts": list(named.values()),
-        "types": list(request.types or ()),
-        "documents": max(documents, 1.0),
-    }
-    type_filter = "AND t.type = ANY(%(types)s)" if request.types else ""
     # The owner's postings of the named entities (retrieval.models.Posting): an
     # index-only scan, where reading the memories themselves cost about one 8 KB
     # page per memory naming them (docs/benchmarks.md).
-    cursor.execute(
-        f"""
-        SELECT t.memory_id, sum(ln(1 + %(documents)s / greatest(w.memories, 1)))
-        FROM {POSTING_TABLE} t
-        JOIN unnest(%(keys)s::text[], %(counts)s::int[]) AS w(key, memories) ON w.key = t.term
-        WHERE t.owner_id = %(owner_id)s AND t.kind = '{Posting.Kind.ENTITY}'
-          AND t.term = ANY(%(keys)s::text[]) AND t.created_at <= %(as_of)s {type_filter}
-        GROUP BY t.memory_id
-        ORDER BY count(*) DESC, min(w.memories) ASC, max({POSTING_REFERENCE_TIME_SQL}) DESC,
-                 t.memory_id DESC
-        LIMIT %(limit)s
-        """,
-        params,
+    postings = read_postings(
+        cursor, request.owner_id, Posting.Kind.ENTITY, sorted(named), request.as_of, request.types
     )
-    return Ranked((memory_id, float(score)) for memory_id, score in cursor.fetchall())
+    return Ranked(rank_entities(postings, named, documents, limit=request.limit))
+
+
+def rank_entities(
+    postings: PostingLists, named: dict[str, int], documents: float, *, limit: int
+) -> list[tuple[int, float]]:
+    """The entity leg's order over the postings of the named entities: most names
+    first, then the rarest name (``named``: memories naming each), then recency;
+    each scored Σ ln(1 + N / memories naming it)."""
+    if not len(postings):
+        return []
+    naming = np.array([max(named[term], 1) for term in postings.terms], dtype=np.float64)
+    per_posting = naming[postings.term_index]
+    memory_ids, memory_of = postings.by_memory()
+    names = np.bincount(memory_of, minlength=len(memory_ids))
+    scores = np.bincount(
+        memory_of, weights=np.log(1 + max(documents, 1.0) / per_posting), minlength=len(memory_ids)
+    )
+    rarest = np.full(len(memory_ids), np.inf)
+    np.minimum.at(rarest, memory_of, per_posting)
+    latest = np.full(len(memory_ids), np.iinfo(np.int64).min)
+    np.maximum.at(latest, memory_of, postings.reference_time)
+    best = np.lexsort((-memory_ids, -latest, rarest, -names))[:limit]
+    return [(int(memory_ids[i]), float(scores[i])) for i in best]
 
 
 # --- vector ---------------------------------------------------------------------

@@ -2,9 +2,9 @@ import threading
 import time
 from datetime import timedelta
 
+import psycopg
 import pytest
 from django.db import connection, connections
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memories.models import Memory
@@ -195,7 +195,7 @@ def test_it_takes_any_text_as_an_entity_query(alice, query):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("leg", [text_leg, entity_leg])
-def test_it_reads_postings_through_their_primary_key(alice, leg):
+def test_it_reads_postings_through_their_primary_key(alice, leg, monkeypatch):
     Memory.objects.bulk_create(
         Memory(
             owner=alice,
@@ -208,13 +208,25 @@ def test_it_reads_postings_through_their_primary_key(alice, leg):
     )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE retrieval_posting")
-    with CaptureQueriesContext(connection) as queries:
-        assert run(leg, alice, "word5 E5")
-    with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + queries.captured_queries[-1]["sql"])
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "retrieval_posting_pk" in plan
-    assert "memories_memory" not in plan  # never the wide memory rows
+    # Every statement the leg sends, Django's cursors and the binary one alike.
+    sent: list[tuple[str, object]] = []
+    execute = psycopg.Cursor.execute
+
+    def recording(self, query, params=None, **kwargs):
+        sent.append((query, params))
+        return execute(self, query, params, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", recording)
+    assert run(leg, alice, "word5 E5")
+    monkeypatch.undo()
+    reads = [(query, params) for query, params in sent if "retrieval_posting" in str(query)]
+    assert reads and not any("memories_memory" in str(query) for query, _ in sent)
+    with psycopg.ClientCursor(connection.connection) as cursor:
+        for query, params in reads:
+            cursor.execute("EXPLAIN " + query, params)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            assert "retrieval_posting_pk" in plan
+            assert "memories_memory" not in plan  # never the wide memory rows
 
 
 def entity_counts(owner) -> dict[str, int]:

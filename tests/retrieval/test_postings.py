@@ -148,7 +148,7 @@ def test_it_leaves_postings_alone_on_updates_of_other_columns(alice):
 # --- the legs rank as they did over the memory rows --------------------------------
 
 
-def memory_row_bm25(owner_id, query, as_of, types=None, top=30):
+def memory_row_bm25(owner_id, query, as_of, types=None, top=30, b=TEXT_BM25_B):
     """The text leg's BM25 as it was computed before postings: over the memory rows."""
     with connection.cursor() as cursor:
         lexemes = query_lexemes(cursor, query)
@@ -185,7 +185,13 @@ def memory_row_bm25(owner_id, query, as_of, types=None, top=30):
             FROM postings p JOIN containing n USING (lexeme) CROSS JOIN corpus c
             {"WHERE p.type = ANY(%(types)s)" if types else ""}
             GROUP BY p.id
-            ORDER BY score DESC, max(p.reference_time) DESC, p.id DESC
+            -- Equal in exact arithmetic is equal here, whatever order the
+            -- shares were added in: the newer memory first.
+            ORDER BY round(sum(
+                ln(1 + (c.documents - n.documents + 0.5) / (n.documents + 0.5))
+                * p.frequency * (%(k1)s + 1)
+                / (p.frequency + %(k1)s * (1 - %(b)s + %(b)s * p.length / c.average_length))
+            )::numeric, 9) DESC, max(p.reference_time) DESC, p.id DESC
             LIMIT %(top)s
             """,
             {
@@ -193,7 +199,7 @@ def memory_row_bm25(owner_id, query, as_of, types=None, top=30):
                 "as_of": as_of,
                 "lexemes": lexemes,
                 "k1": BM25_K1,
-                "b": TEXT_BM25_B,
+                "b": b,
                 "top": top,
                 "types": list(types or ()),
             },
@@ -301,7 +307,8 @@ def test_it_ranks_entities_exactly_as_over_the_memory_rows(alice, corpus, query)
 
 @pytest.fixture
 def skewed(alice, bob):
-    """A few rare words among very common ones: where pruning has something to skip."""
+    """A few rare words among very common ones, many memories alike: where adding
+    up tens of shares per memory must still order ties exactly."""
     picker = random.Random(9)
     now = timezone.now()
     common = ["prefer", "usually", "always", "like"]
@@ -337,38 +344,13 @@ SKEWED_QUERIES = [
 
 
 @pytest.mark.parametrize("query", SKEWED_QUERIES)
-def test_it_prunes_to_exactly_the_ranking_of_every_match(alice, skewed, query, monkeypatch):
-    from retrieval import bm25
-
+def test_it_ranks_a_skewed_corpus_exactly_as_over_the_memory_rows(alice, skewed, query):
     for as_of in (skewed, skewed - timedelta(days=100)):
         for types in (None, ("semantic", "preference")):
             for top, b in ((30, TEXT_BM25_B), (20, 0.75), (5, TEXT_BM25_B)):
+                expected = memory_row_bm25(alice.pk, query, as_of, types, top=top, b=b)
                 with connection.cursor() as cursor:
-                    monkeypatch.setattr(bm25, "PRUNE_MIN_POSTINGS", 10**9)
-                    every = bm25_scores(cursor, alice.pk, query, as_of, types=types, top=top, b=b)
-                    monkeypatch.setattr(bm25, "PRUNE_MIN_POSTINGS", 0)
-                    pruned = bm25_scores(cursor, alice.pk, query, as_of, types=types, top=top, b=b)
-                assert pruned == every  # ids, order and scores, to the last bit
-                assert every
-
-
-def test_it_prunes_the_common_words_of_a_query_with_a_rare_one(alice, skewed, monkeypatch):
-    from retrieval import bm25
-    from retrieval.lexemes import query_lexemes
-
-    monkeypatch.setattr(bm25, "PRUNE_MIN_POSTINGS", 0)
-    with connection.cursor() as cursor:
-        documents, average = bm25.corpus_statistics(cursor, alice.pk, skewed)
-        params = {
-            "documents": documents,
-            "average_length": average,
-            "owner_id": alice.pk,
-            "as_of": skewed,
-            "lexemes": query_lexemes(cursor, "Do I usually prefer espresso?"),
-            "k1": BM25_K1,
-            "b": TEXT_BM25_B,
-            "top": 5,
-            "types": [],
-        }
-        pruned = bm25._pruned_scores(cursor, params)
-    assert pruned is not None and len(pruned) == 5
+                    got = bm25_scores(cursor, alice.pk, query, as_of, types=types, top=top, b=b)
+                assert [memory_id for memory_id, _ in got] == [m for m, _ in expected]
+                assert [score for _, score in got] == pytest.approx([s for _, s in expected])
+                assert got

@@ -1,0 +1,139 @@
+"""An owner's postings of a few terms, read in one statement as numpy arrays.
+
+The text and entity legs rank memories by what their postings say (BM25's
+frequencies and lengths; how many named entities, how rare). Aggregating
+tens of thousands of postings per memory in SQL cost 2–5 µs a posting; here
+PostgreSQL only reads them (an index-only scan of ``retrieval_posting``) and
+sends each term's columns as one binary array, and numpy does the
+arithmetic (docs/benchmarks.md has the figures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import psycopg
+
+from retrieval.models import Posting
+
+POSTING_TABLE = Posting._meta.db_table
+
+# The moment a memory counts from at as_of, from a posting (which copies both
+# dates of its memory): its last confirmation, unless that happened after
+# as_of (a replay must not see the future), else its creation.
+# (retrieval.fusion.reference_time is the same rule in Python.)
+POSTING_REFERENCE_TIME_SQL = (
+    "CASE WHEN t.last_confirmed_at <= %(as_of)s THEN t.last_confirmed_at ELSE t.created_at END"
+)
+
+# array_send's layout: number of dimensions, a has-nulls flag and the element
+# type (int4 each), then per dimension its size and lower bound (int4 each),
+# then each element as an int4 length followed by its big-endian value.
+_ARRAY_HEADER_BYTES = 12
+_DIMENSION_BYTES = 8
+_INT8_ELEMENT = np.dtype([("length", ">i4"), ("value", ">i8")])
+_INT4_ELEMENT = np.dtype([("length", ">i4"), ("value", ">i4")])
+
+
+@dataclass(frozen=True)
+class PostingLists:
+    """Postings of the terms found, one entry per posting, grouped by term.
+
+    ``documents[i]`` is how many of the owner's memories alive at ``as_of``
+    hold ``terms[i]`` (every type); the per-posting arrays hold only the
+    postings of the types asked for. ``reference_time`` is in microseconds
+    (any epoch: it only orders).
+    """
+
+    terms: list[str]
+    documents: np.ndarray
+    term_index: np.ndarray
+    memory_ids: np.ndarray
+    frequency: np.ndarray
+    length: np.ndarray
+    reference_time: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.memory_ids)
+
+    def by_memory(self) -> tuple[np.ndarray, np.ndarray]:
+        """(distinct memory ids, sorted; for each posting the index of its memory)."""
+        return np.unique(self.memory_ids, return_inverse=True)
+
+
+def read_postings(
+    cursor,
+    owner_id: int,
+    kind: str,
+    terms: Sequence[str],
+    as_of: datetime,
+    types: Sequence[str] | None = None,
+) -> PostingLists:
+    """The owner's postings of ``kind`` for ``terms``, of memories written by ``as_of``.
+
+    ``cursor`` is the Django cursor whose transaction (and statement timeout)
+    the read joins.
+    """
+    wanted = "t.type = ANY(%(types)s)" if types else "true"
+    params = {
+        "owner_id": owner_id,
+        "kind": kind,
+        "terms": list(terms),
+        "as_of": as_of,
+        "types": list(types or ()),
+    }
+    # Binary results, so that each array arrives as the bytes numpy reads; on
+    # the same connection as the cursor, inside its transaction.
+    raw = cursor.cursor.connection
+    with cursor.db.wrap_database_errors, psycopg.Cursor(raw) as binary:
+        binary.execute(
+            f"""
+            SELECT t.term, count(*),
+                   array_send(coalesce(array_agg(t.memory_id) FILTER (WHERE {wanted}), '{{}}')),
+                   array_send(coalesce(array_agg(t.frequency) FILTER (WHERE {wanted}), '{{}}')),
+                   array_send(coalesce(array_agg(t.length) FILTER (WHERE {wanted}), '{{}}')),
+                   array_send(coalesce(array_agg({POSTING_REFERENCE_TIME_SQL})
+                                       FILTER (WHERE {wanted}), '{{}}'))
+            FROM {POSTING_TABLE} t
+            WHERE t.owner_id = %(owner_id)s AND t.kind = %(kind)s
+              AND t.term = ANY(%(terms)s::text[]) AND t.created_at <= %(as_of)s
+            GROUP BY t.term
+            ORDER BY t.term
+            """,
+            params,
+            binary=True,
+        )
+        rows = binary.fetchall()
+    columns: list[list[np.ndarray]] = [[], [], [], [], []]
+    for index, (_, _, ids, frequency, length, reference_time) in enumerate(rows):
+        memory_ids = _array(ids, _INT8_ELEMENT)
+        columns[0].append(np.full(len(memory_ids), index, dtype=np.int64))
+        columns[1].append(memory_ids)
+        columns[2].append(_array(frequency, _INT4_ELEMENT))
+        columns[3].append(_array(length, _INT4_ELEMENT))
+        columns[4].append(_array(reference_time, _INT8_ELEMENT))
+    term_index, memory_ids, frequency, length, reference_time = (
+        np.concatenate(parts) if parts else np.empty(0, dtype=np.int64) for parts in columns
+    )
+    return PostingLists(
+        terms=[row[0] for row in rows],
+        documents=np.array([row[1] for row in rows], dtype=np.float64),
+        term_index=term_index,
+        memory_ids=memory_ids,
+        frequency=frequency.astype(np.float64),
+        length=length.astype(np.float64),
+        reference_time=reference_time,
+    )
+
+
+def _array(data: bytes, element: np.dtype) -> np.ndarray:
+    """A one-dimensional array without NULLs, from array_send's bytes, as int64."""
+    dimensions = int.from_bytes(data[0:4], "big")
+    if dimensions == 0:
+        return np.empty(0, dtype=np.int64)
+    size = int.from_bytes(data[_ARRAY_HEADER_BYTES : _ARRAY_HEADER_BYTES + 4], "big")
+    offset = _ARRAY_HEADER_BYTES + _DIMENSION_BYTES * dimensions
+    return np.frombuffer(data, dtype=element, offset=offset, count=size)["value"].astype(np.int64)
