@@ -92,6 +92,26 @@ def cosine(a: Sequence[float] | None, b: Sequence[float] | None) -> float | None
     return float(a @ b) / norm if norm else 0.0
 
 
+def similarities_to(
+    query_embedding: Sequence[float] | None, vectors: Mapping[int, Sequence[float] | None]
+) -> dict[int, float | None]:
+    """``cosine(query_embedding, vector)`` of each vector (None where either is
+    missing), the query converted once: the same numbers, a fraction of the calls."""
+    if query_embedding is None:
+        return dict.fromkeys(vectors)
+    query = np.asarray(query_embedding, dtype=np.float64)
+    query_norm = math.sqrt(query @ query)
+    found: dict[int, float | None] = {}
+    for memory_id, vector in vectors.items():
+        if vector is None:
+            found[memory_id] = None
+            continue
+        vector = np.asarray(vector, dtype=np.float64)
+        norm = query_norm * math.sqrt(vector @ vector)
+        found[memory_id] = float(query @ vector) / norm if norm else 0.0
+    return found
+
+
 def rrf_ranks(rankings: Mapping[str, Ranking]) -> dict[int, dict[str, int]]:
     """For each memory id found by any leg, its 1-based rank in each leg that found it."""
     ranks: dict[int, dict[str, int]] = {}
@@ -182,9 +202,7 @@ def fuse(
         z_by_leg[found[0]] = proportional(rankings[found[0]], z_by_leg[found[0]])
     if vectors is None:
         vectors = {memory_id: _vector(memories[memory_id]) for memory_id in ranks}
-    similarities = {
-        memory_id: cosine(query_embedding, vectors.get(memory_id)) for memory_id in ranks
-    }
+    similarities = similarities_to(query_embedding, {m: vectors.get(m) for m in ranks})
 
     scored: list[ScoredMemory] = []
     for memory_id, leg_ranks in ranks.items():

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from memories.models import Memory, MemoryType
+from retrieval.candidates import load_candidates
 from retrieval.constants import (
     LEG_LIMIT,
     LEGS,
@@ -27,7 +28,6 @@ from retrieval.lexemes import clean_query
 from retrieval.packing import pack
 from retrieval.replay import is_past, needs_replay
 from retrieval.results import LegReport, RecallFailed, RecallResult, ScoredMemory
-from retrieval.vectors import stored_vectors
 from timothy.concurrency import ThreadPool, must_run_inline
 
 logger = logging.getLogger(__name__)
@@ -186,8 +186,9 @@ def _fused(
         profile.semantic_gate is not None or profile.current_state
     )
     # Owner and status again: a leg's answer is only a list of ids.
-    memories = alive(owner_id, as_of, replaying).defer("embedding", "tsv").in_bulk(ids)
-    vectors = stored_vectors(owner_id, memories) if needs_vectors else {}
+    memories, vectors = load_candidates(
+        owner_id, ids, as_of, replaying=replaying, vectors=needs_vectors
+    )
     return fuse(
         rankings,
         memories,
@@ -197,14 +198,6 @@ def _fused(
         query_embedding=query_embedding,
         vectors=vectors,
     )
-
-
-def alive(owner_id: int, as_of: datetime, replaying: bool):
-    """The owner's memories a recall at ``as_of`` may return."""
-    memories = Memory.objects.for_owner(owner_id)
-    if replaying:
-        return memories.active_at(as_of)
-    return memories.active().filter(created_at__lte=as_of)
 
 
 def _raise_if_nothing_searched(reports: dict[str, LegReport]) -> None:

@@ -1,0 +1,112 @@
+"""Loading fusion's candidates: their rows and their vectors, in one binary statement.
+
+A leg's answer is only a list of ids; fusion needs each candidate's row (its
+type and dates score it, its text is packed) and, for the semantic gate and
+the current-state check, its stored vector. Through the ORM that was two
+statements, each row's columns printed as text and parsed back, and a model
+instance built by the queryset machinery: about 10 ms of a recall over ~75
+candidates at 100k memories (docs/benchmarks.md). Here one statement in
+PostgreSQL's binary form brings both, and the instances are built straight
+from the values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+import numpy as np
+import psycopg
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models.base import ModelState
+
+from memories.models import Memory
+from retrieval.replay import ALIVE_SQL
+
+MEMORY_TABLE = Memory._meta.db_table
+# Every column a candidate carries: all but the vector (read apart, as bytes)
+# and the text-search vector (nothing after the legs needs it).
+_FIELDS = [
+    field for field in Memory._meta.concrete_fields if field.attname not in ("embedding", "tsv")
+]
+_ATTNAMES = [field.attname for field in _FIELDS]
+# jsonb as text: the field's own converter reads it, as the ORM's would.
+_SELECT = ", ".join(
+    f"m.{field.column}::text" if field.get_internal_type() == "JSONField" else f"m.{field.column}"
+    for field in _FIELDS
+)
+_DATETIMES = [
+    index for index, field in enumerate(_FIELDS) if field.get_internal_type() == "DateTimeField"
+]
+# Today's active memories written by as_of (a replay of the past: ALIVE_SQL).
+_ACTIVE_SQL = "m.owner_id = %(owner_id)s AND m.status = 'active' AND m.created_at <= %(as_of)s"
+
+# vector_send's layout: two 16-bit header fields (dimensions, unused), then
+# each value a big-endian float4.
+_SEND_HEADER_BYTES = 4
+_SEND_VALUE = np.dtype(">f4")
+
+
+def load_candidates(
+    owner_id: int,
+    ids: Iterable[int],
+    as_of: datetime,
+    *,
+    replaying: bool = False,
+    vectors: bool = True,
+) -> tuple[dict[int, Memory], dict[int, np.ndarray]]:
+    """The owner's memories among ``ids`` that a recall at ``as_of`` may return,
+    by id, and (``vectors``) their stored vectors as float64 arrays, exactly the
+    float32 values stored (a memory without one is left out)."""
+    ids = list(ids)
+    if not ids:
+        return {}, {}
+    vector_column = ", vector_send(m.embedding)" if vectors else ""
+    sql = (
+        f"SELECT {_SELECT}{vector_column} FROM {MEMORY_TABLE} m "
+        f"WHERE {ALIVE_SQL if replaying else _ACTIVE_SQL} AND m.id = ANY(%(ids)s)"
+    )
+    database = connections[DEFAULT_DB_ALIAS]
+    database.ensure_connection()
+    with database.wrap_database_errors, psycopg.Cursor(database.connection) as cursor:
+        cursor.execute(sql, {"owner_id": owner_id, "as_of": as_of, "ids": ids}, binary=True)
+        rows = cursor.fetchall()
+    converters = [
+        (index, field.get_db_converters(database))
+        for index, field in enumerate(_FIELDS)
+        if field.get_db_converters(database)
+    ]
+    zone = database.timezone
+    memories: dict[int, Memory] = {}
+    found: dict[int, np.ndarray] = {}
+    for row in rows:
+        values = list(row[: len(_FIELDS)])
+        for index, functions in converters:
+            for convert in functions:
+                values[index] = convert(values[index], None, database)
+        # In the zone the ORM's timestamps carry.
+        for index in _DATETIMES:
+            if values[index] is not None:
+                values[index] = values[index].astimezone(zone)
+        memory = _instance(values, database.alias)
+        memories[memory.pk] = memory
+        if vectors and row[-1] is not None:
+            found[memory.pk] = np.frombuffer(
+                row[-1], dtype=_SEND_VALUE, offset=_SEND_HEADER_BYTES
+            ).astype(np.float64)
+    return memories, found
+
+
+def _instance(values: list, alias: str) -> Memory:
+    """A Memory as loaded from the database with ``_FIELDS``' values, the vector
+    and the text-search vector deferred (read on first use, as after ``defer()``).
+
+    Built as unpickling builds one (``__new__``, then the attributes), not
+    through ``__init__``, whose per-field descriptors cost ~20 µs a row.
+    """
+    memory = Memory.__new__(Memory)
+    memory.__dict__.update(zip(_ATTNAMES, values, strict=True))
+    memory._state = ModelState()
+    memory._state.adding = False
+    memory._state.db = alias
+    return memory
