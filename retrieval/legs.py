@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -307,6 +308,33 @@ def _owner_dominates(cursor, owner_id: int, exact_scan_max_rows: int | None = No
     common owner ids, times the table's size) rather than by counting rows,
     which for a big owner costs as much as the search itself.
     """
+    table_rows, share = _owner_share(cursor, owner_id)
+    if share is None:
+        return False
+    if exact_scan_max_rows is None:
+        exact_scan_max_rows = VECTOR_EXACT_SCAN_MAX_ROWS
+    return share >= HNSW_MIN_OWNER_SHARE and share * table_rows > exact_scan_max_rows
+
+
+# The planner's statistics move only when the table is analysed, and reading
+# them through the pg_stats view costs ~0.8 ms, a tenth of the vector leg: a
+# process reuses an owner's share this many seconds (a module variable so the
+# test suite can read them afresh after its own ANALYZE).
+OWNER_SHARE_TTL = 60.0
+_owner_shares: dict[tuple[str, int], tuple[float, float, float | None]] = {}
+_owner_shares_lock = threading.Lock()
+_OWNER_SHARES_MAX = 100_000
+
+
+def _owner_share(cursor, owner_id: int) -> tuple[float, float | None]:
+    """(the table's rows, the owner's share of them or None when not among the
+    most common owners), as the planner last counted them."""
+    key = (cursor.db.settings_dict["NAME"], owner_id)
+    if OWNER_SHARE_TTL > 0:
+        with _owner_shares_lock:
+            cached = _owner_shares.get(key)
+        if cached is not None and time.monotonic() - cached[0] < OWNER_SHARE_TTL:
+            return cached[1], cached[2]
     cursor.execute(
         """
         SELECT greatest(c.reltuples, 0), (
@@ -322,11 +350,12 @@ def _owner_dominates(cursor, owner_id: int, exact_scan_max_rows: int | None = No
         [owner_id, MEMORY_TABLE, MEMORY_TABLE],
     )
     table_rows, share = cursor.fetchone()
-    if share is None:
-        return False
-    if exact_scan_max_rows is None:
-        exact_scan_max_rows = VECTOR_EXACT_SCAN_MAX_ROWS
-    return share >= HNSW_MIN_OWNER_SHARE and share * table_rows > exact_scan_max_rows
+    if OWNER_SHARE_TTL > 0:
+        with _owner_shares_lock:
+            if len(_owner_shares) >= _OWNER_SHARES_MAX:
+                _owner_shares.clear()
+            _owner_shares[key] = (time.monotonic(), table_rows, share)
+    return table_rows, share
 
 
 def _exact_nearest(cursor, where: str, params: dict) -> list[tuple[int, float]]:

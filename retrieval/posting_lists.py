@@ -35,7 +35,6 @@ POSTING_REFERENCE_TIME_SQL = (
 _ARRAY_HEADER_BYTES = 12
 _DIMENSION_BYTES = 8
 _INT8_ELEMENT = np.dtype([("length", ">i4"), ("value", ">i8")])
-_INT4_ELEMENT = np.dtype([("length", ">i4"), ("value", ">i4")])
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,6 @@ def read_postings(
     ``cursor`` is the Django cursor whose transaction (and statement timeout)
     the read joins.
     """
-    wanted = "t.type = ANY(%(types)s)" if types else "true"
     params = {
         "owner_id": owner_id,
         "kind": kind,
@@ -85,18 +83,25 @@ def read_postings(
         "as_of": as_of,
         "types": list(types or ()),
     }
+    # Frequency and length travel as one number (each array costs PostgreSQL
+    # about 0.1 µs a posting to build): frequency × 2³² + length.
+    columns = ("t.memory_id", "(t.frequency::int8 << 32) | t.length", POSTING_REFERENCE_TIME_SQL)
+    if types:
+        # The counts cover every type; the postings only the types asked for.
+        arrays = ", ".join(
+            f"array_send(coalesce(array_agg({column}) FILTER (WHERE t.type = ANY(%(types)s)),"
+            " '{}'))"
+            for column in columns
+        )
+    else:
+        arrays = ", ".join(f"array_send(array_agg({column}))" for column in columns)
     # Binary results, so that each array arrives as the bytes numpy reads; on
     # the same connection as the cursor, inside its transaction.
     raw = cursor.cursor.connection
     with cursor.db.wrap_database_errors, psycopg.Cursor(raw) as binary:
         binary.execute(
             f"""
-            SELECT t.term, count(*),
-                   array_send(coalesce(array_agg(t.memory_id) FILTER (WHERE {wanted}), '{{}}')),
-                   array_send(coalesce(array_agg(t.frequency) FILTER (WHERE {wanted}), '{{}}')),
-                   array_send(coalesce(array_agg(t.length) FILTER (WHERE {wanted}), '{{}}')),
-                   array_send(coalesce(array_agg({POSTING_REFERENCE_TIME_SQL})
-                                       FILTER (WHERE {wanted}), '{{}}'))
+            SELECT t.term, count(*), {arrays}
             FROM {POSTING_TABLE} t
             WHERE t.owner_id = %(owner_id)s AND t.kind = %(kind)s
               AND t.term = ANY(%(terms)s::text[]) AND t.created_at <= %(as_of)s
@@ -107,33 +112,33 @@ def read_postings(
             binary=True,
         )
         rows = binary.fetchall()
-    columns: list[list[np.ndarray]] = [[], [], [], [], []]
-    for index, (_, _, ids, frequency, length, reference_time) in enumerate(rows):
-        memory_ids = _array(ids, _INT8_ELEMENT)
-        columns[0].append(np.full(len(memory_ids), index, dtype=np.int64))
-        columns[1].append(memory_ids)
-        columns[2].append(_array(frequency, _INT4_ELEMENT))
-        columns[3].append(_array(length, _INT4_ELEMENT))
-        columns[4].append(_array(reference_time, _INT8_ELEMENT))
-    term_index, memory_ids, frequency, length, reference_time = (
-        np.concatenate(parts) if parts else np.empty(0, dtype=np.int64) for parts in columns
+    parts: list[list[np.ndarray]] = [[], [], [], []]
+    for index, (_, _, ids, frequency_and_length, reference_time) in enumerate(rows):
+        memory_ids = _array(ids)
+        parts[0].append(np.full(len(memory_ids), index, dtype=np.int64))
+        parts[1].append(memory_ids)
+        parts[2].append(_array(frequency_and_length))
+        parts[3].append(_array(reference_time))
+    term_index, memory_ids, frequency_and_length, reference_time = (
+        np.concatenate(part) if part else np.empty(0, dtype=np.int64) for part in parts
     )
     return PostingLists(
         terms=[row[0] for row in rows],
         documents=np.array([row[1] for row in rows], dtype=np.float64),
         term_index=term_index,
         memory_ids=memory_ids,
-        frequency=frequency.astype(np.float64),
-        length=length.astype(np.float64),
+        frequency=(frequency_and_length >> 32).astype(np.float64),
+        length=(frequency_and_length & 0xFFFFFFFF).astype(np.float64),
         reference_time=reference_time,
     )
 
 
-def _array(data: bytes, element: np.dtype) -> np.ndarray:
-    """A one-dimensional array without NULLs, from array_send's bytes, as int64."""
-    dimensions = int.from_bytes(data[0:4], "big")
-    if dimensions == 0:
+def _array(data: bytes | None) -> np.ndarray:
+    """A one-dimensional array of 8-byte integers without NULLs, from array_send's bytes."""
+    if data is None or int.from_bytes(data[0:4], "big") == 0:  # no postings of these types
         return np.empty(0, dtype=np.int64)
     size = int.from_bytes(data[_ARRAY_HEADER_BYTES : _ARRAY_HEADER_BYTES + 4], "big")
-    offset = _ARRAY_HEADER_BYTES + _DIMENSION_BYTES * dimensions
-    return np.frombuffer(data, dtype=element, offset=offset, count=size)["value"].astype(np.int64)
+    offset = _ARRAY_HEADER_BYTES + _DIMENSION_BYTES
+    return np.frombuffer(data, dtype=_INT8_ELEMENT, offset=offset, count=size)["value"].astype(
+        np.int64
+    )

@@ -46,3 +46,13 @@ def exact_bm25_statistics(monkeypatch):
 
     monkeypatch.setattr(bm25, "BM25_CORPUS_STATS_TTL", 0)
     bm25._corpus_cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def fresh_owner_shares(monkeypatch):
+    """The vector leg reads the planner's statistics afresh in tests, which
+    analyse the table themselves (the cache has its own test)."""
+    from retrieval import legs
+
+    monkeypatch.setattr(legs, "OWNER_SHARE_TTL", 0)
+    legs._owner_shares.clear()

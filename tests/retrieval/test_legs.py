@@ -5,6 +5,7 @@ from datetime import timedelta
 import psycopg
 import pytest
 from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memories.models import Memory
@@ -471,3 +472,23 @@ def test_it_restores_settings_on_a_connection_that_has_not_loaded_pgvector():
             cursor.execute("COMMIT")
     finally:
         fresh.close()
+
+
+@pytest.mark.django_db
+def test_it_reuses_an_owners_share_of_the_table_for_a_while(alice, bob, monkeypatch):
+    monkeypatch.setattr(legs, "OWNER_SHARE_TTL", 60.0)
+    _bulk_memories(alice, 40, lambda i: vector((0, 1.0), (1 + i, 0.1)))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+        rows, share = legs._owner_share(cursor, alice.pk)
+        assert (rows, share) == (40, 1.0)
+        _bulk_memories(bob, 120, lambda i: vector((0, 1.0), (1 + i, 0.1)))
+        cursor.execute("ANALYZE memories_memory")
+        # Within the minute: the statistics as first read, no statement sent.
+        with CaptureQueriesContext(connection) as queries:
+            assert legs._owner_share(cursor, alice.pk) == (40, 1.0)
+        assert not queries.captured_queries
+        clock = time.monotonic() + 61
+        monkeypatch.setattr(legs.time, "monotonic", lambda: clock)
+        rows, share = legs._owner_share(cursor, alice.pk)
+    assert rows == 160 and share == pytest.approx(0.25)
