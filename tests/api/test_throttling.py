@@ -78,3 +78,11 @@ def test_it_turns_the_limit_off_at_zero(settings, make_api, alice):
     settings.RATE_LIMIT_PER_MINUTE = 0
     api = make_api(issue_token(alice))
     assert all(api.get("/v1/memories").status_code == 200 for _ in range(5))
+
+
+def test_it_keeps_its_counters_out_of_the_write_ahead_log(db):
+    # A logged counter made every request wait for the log to reach the disk.
+    table = caches[RATE_LIMIT_CACHE]._table
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relpersistence FROM pg_class WHERE relname = %s", [table])
+        assert cursor.fetchone() == ("u",)
