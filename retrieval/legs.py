@@ -359,18 +359,20 @@ def _owner_share(cursor, owner_id: int) -> tuple[float, float | None]:
 
 
 def _exact_nearest(cursor, where: str, params: dict) -> list[tuple[int, float]]:
-    # MATERIALIZED keeps the planner off the HNSW index: every row is compared.
-    # The rows come from the covering index memory_active_embeddings (retrieval
-    # 0005) by an index-only scan: the owner's entries lie together, where their
-    # ~2 KB rows lie wherever they were written (tests/retrieval/test_exact_scan.py).
+    # Ordering by the distance plus 0 keeps the planner off the HNSW index (it
+    # can only order by the bare distance): every row is compared, and the 30
+    # nearest are kept as they come (a top-N sort), with no table of every
+    # distance in between. The rows come from the covering index
+    # memory_active_embeddings (retrieval 0005) by an index-only scan: the
+    # owner's entries lie together, where their ~2 KB rows lie wherever they
+    # were written (tests/retrieval/test_exact_scan.py).
     cursor.execute(
         f"""
-        WITH owned AS MATERIALIZED (
-            SELECT m.id, m.embedding <=> %(embedding)s::vector AS distance
-            FROM {MEMORY_TABLE} m
-            WHERE {where} AND m.embedding IS NOT NULL
-        )
-        SELECT id, 1 - distance FROM owned ORDER BY distance, id LIMIT %(limit)s
+        SELECT m.id, 1 - (m.embedding <=> %(embedding)s::vector)
+        FROM {MEMORY_TABLE} m
+        WHERE {where} AND m.embedding IS NOT NULL
+        ORDER BY (m.embedding <=> %(embedding)s::vector) + 0, m.id
+        LIMIT %(limit)s
         """,
         params,
     )
@@ -416,10 +418,13 @@ def run_step(name: str, step: Callable[[object], T], timeout: float) -> tuple[Le
     started = time.perf_counter()
     report = LegReport(name=name, status="ok")
     result: T | None = None
+    # Inside the caller's transaction the timeout must be put back afterwards;
+    # on a thread's own connection the step's transaction ends with it.
+    inline = must_run_inline()
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             timeout_ms = str(max(1, int(timeout * 1000)))
-            with local_settings(cursor, {"statement_timeout": timeout_ms}):
+            with local_settings(cursor, {"statement_timeout": timeout_ms}, restore=inline):
                 result = step(cursor)
     except LegSkipped as skipped:
         report.status = "skipped"

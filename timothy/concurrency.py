@@ -129,13 +129,18 @@ def set_local(cursor, values: Mapping[str, str]) -> None:
 
 
 @contextmanager
-def local_settings(cursor, values: Mapping[str, str]) -> Iterator[None]:
+def local_settings(cursor, values: Mapping[str, str], *, restore: bool = True) -> Iterator[None]:
     """Set run-time parameters for the current transaction and put them back after.
 
-    On a thread of its own the transaction ends with the work anyway; inline
-    (inside the caller's transaction) the old values must come back. On an error
-    the savepoint's rollback restores them by itself.
+    On a thread of its own the transaction ends with the work anyway
+    (``restore=False`` spares the round trips); inline (inside the caller's
+    transaction) the old values must come back. On an error the savepoint's
+    rollback restores them by itself.
     """
+    if not restore:
+        set_local(cursor, values)
+        yield
+        return
     names = list(values)
     params: list[str] = []
     for name, value in values.items():

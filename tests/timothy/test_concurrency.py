@@ -75,3 +75,9 @@ def test_it_sets_run_time_parameters_for_one_transaction_only():
         with local_settings(cursor, {"statement_timeout": "4321"}):
             assert timeout() == "4321ms"
         assert timeout() == before
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Not put back: the rest of the transaction keeps it, the next one not.
+        with local_settings(cursor, {"statement_timeout": "2345"}, restore=False):
+            assert timeout() == "2345ms"
+        assert timeout() == "2345ms"
+    assert timeout() == before
