@@ -24,11 +24,11 @@ from memories.models import Memory
 from retrieval.replay import ALIVE_SQL
 
 MEMORY_TABLE = Memory._meta.db_table
-# Every column a candidate carries: all but the vector (read apart, as bytes)
-# and the text-search vector (nothing after the legs needs it).
-_FIELDS = [
-    field for field in Memory._meta.concrete_fields if field.attname not in ("embedding", "tsv")
-]
+# Every column a candidate carries: all but the vector (read apart, as bytes),
+# the text-search vector and the metadata (nothing after the legs reads them;
+# like any deferred field, they are loaded if something does).
+DEFERRED = ("embedding", "tsv", "metadata")
+_FIELDS = [field for field in Memory._meta.concrete_fields if field.attname not in DEFERRED]
 _ATTNAMES = [field.attname for field in _FIELDS]
 # jsonb as text: the field's own converter reads it, as the ORM's would.
 _SELECT = ", ".join(
@@ -98,8 +98,8 @@ def load_candidates(
 
 
 def _instance(values: list, alias: str) -> Memory:
-    """A Memory as loaded from the database with ``_FIELDS``' values, the vector
-    and the text-search vector deferred (read on first use, as after ``defer()``).
+    """A Memory as loaded from the database with ``_FIELDS``' values, the
+    ``DEFERRED`` fields read on first use (as after ``defer()``).
 
     Built as unpickling builds one (``__new__``, then the attributes), not
     through ``__init__``, whose per-field descriptors cost ~20 µs a row.
