@@ -8,10 +8,10 @@ layout, made by the memories migration ``rate_limit_table``). Each request
 adds one with a single atomic upsert, so concurrent requests are all counted
 and the check costs one round trip. The table is unlogged (migration 0017):
 a commit that waited for the write-ahead log cost each request ~4 ms, and
-counters lost in a crash only start a fresh minute. The rows are plain counters (the count as text), read
-only here, never through the cache API. The window is the calendar minute
-(fixed window): over the limit answers 429 with ``Retry-After`` set to the
-seconds left in the minute.
+counters lost in a crash only start a fresh minute. The rows are plain
+counters (the count as text), read only here, never through the cache API.
+The window is the calendar minute (fixed window): over the limit answers 429
+with ``Retry-After`` set to the seconds left in the minute.
 """
 
 from __future__ import annotations
