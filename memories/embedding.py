@@ -90,7 +90,7 @@ def reembed(
     ``REEMBED_BATCH_ROWS``); ``threads`` the local model's threads (default
     ``TIMOTHY_EMBEDDING_THREADS``).
     """
-    provider = get_provider(threads=threads)
+    provider = get_provider(threads=threads, bulk=True)
     if provider is None:
         raise ReembedRefused(
             "No embedding provider is configured (TIMOTHY_EMBEDDING_PROVIDER=none); "

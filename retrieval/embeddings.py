@@ -167,7 +167,10 @@ class LocalEmbeddingProvider:
     into ``export_dir`` (from the local folder, offline) and checked against
     the sentence-transformers vectors; a model it cannot export or that does
     not match runs with ``torch`` instead. ``threads`` is the number of
-    intra-op threads: each process runs its own copy of the model.
+    intra-op threads: each process runs its own copy of the model. With
+    ``bulk`` (a job of many texts: ``reembed``) ONNX Runtime instead runs up to
+    ``threads`` small batches at once, one thread each — faster for many
+    texts, slower for one; torch ignores it.
     """
 
     name = "local"
@@ -180,6 +183,7 @@ class LocalEmbeddingProvider:
         runtime: str = "torch",
         threads: int = 1,
         export_dir: Path | None = None,
+        bulk: bool = False,
     ) -> None:
         if not (model_path / "modules.json").exists() and not (model_path / "config.json").exists():
             raise ImproperlyConfigured(
@@ -196,6 +200,7 @@ class LocalEmbeddingProvider:
         self.runtime = runtime
         self.threads = max(1, threads)
         self.export_dir = export_dir
+        self.bulk = bulk
         self._model = None
         self._load_lock = threading.Lock()
         self._worker_lock = threading.Lock()
@@ -206,7 +211,8 @@ class LocalEmbeddingProvider:
     def __repr__(self) -> str:
         return (
             f"LocalEmbeddingProvider({str(self.model_path)!r}, {self.dimensions}-d, "
-            f"{self.runtime}, {self.threads} thread{'s' if self.threads > 1 else ''})"
+            f"{self.runtime}, {self.threads} thread{'s' if self.threads > 1 else ''}"
+            f"{', bulk' if self.bulk else ''})"
         )
 
     def embed(self, texts: list[str], *, timeout: float | None = None) -> list[list[float]]:
@@ -301,6 +307,7 @@ class LocalEmbeddingProvider:
                     export_dir=self.export_dir,
                     threads=self.threads,
                     batch_size=self.batch_size,
+                    bulk=self.bulk,
                 )
             except OnnxModelUnsupported as reason:
                 logger.warning("Embedding with torch instead of ONNX Runtime: %s", reason)
@@ -384,25 +391,26 @@ def _settings_key() -> tuple:
     )
 
 
-def get_provider(*, threads: int | None = None) -> EmbeddingProvider | None:
+def get_provider(*, threads: int | None = None, bulk: bool = False) -> EmbeddingProvider | None:
     """The configured provider, built once per distinct settings; None for ``none``.
 
     ``threads`` overrides ``TIMOTHY_EMBEDDING_THREADS`` for the local model (a
     bulk job run by hand may use every core; the service's processes keep one
-    each).
+    each); ``bulk`` runs the local model for throughput rather than for one
+    query's latency (``LocalEmbeddingProvider``).
     """
     threads = threads or settings.EMBEDDING_THREADS
-    key = (*_settings_key(), threads)
+    key = (*_settings_key(), threads, bulk)
     with _provider_lock:
         if key not in _provider_cache:
-            provider = _build_provider(threads)
+            provider = _build_provider(threads, bulk)
             if provider is not None:
                 provider.query_cache = QueryCache(settings.EMBEDDING_QUERY_CACHE)
             _provider_cache[key] = provider
         return _provider_cache[key]
 
 
-def _build_provider(threads: int) -> EmbeddingProvider | None:
+def _build_provider(threads: int, bulk: bool) -> EmbeddingProvider | None:
     kind = (settings.EMBEDDING_PROVIDER or "none").lower()
     if kind == "none":
         return None
@@ -424,6 +432,7 @@ def _build_provider(threads: int) -> EmbeddingProvider | None:
             runtime=(settings.EMBEDDING_RUNTIME or "onnx").lower(),
             threads=threads,
             export_dir=Path(settings.DATA_DIR) / "models",
+            bulk=bulk,
         )
     raise ImproperlyConfigured(
         f"TIMOTHY_EMBEDDING_PROVIDER is {settings.EMBEDDING_PROVIDER!r}; "

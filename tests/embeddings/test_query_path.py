@@ -23,7 +23,7 @@ from retrieval.embeddings import (
     get_provider,
 )
 from retrieval.management.commands import recall as recall_command
-from retrieval.onnx_model import MATCH_MIN_COSINE
+from retrieval.onnx_model import BULK_BATCH_TEXTS, MATCH_MIN_COSINE
 from retrieval.recall import recall
 from tests.base import make_memory
 
@@ -136,6 +136,36 @@ def test_it_runs_the_same_model_under_onnx_runtime(minilm, settings):
 
 
 @pytest.mark.slow
+def test_a_bulk_job_runs_one_small_batch_per_thread_with_the_same_vectors(minilm, settings):
+    export_dir = Path(settings.DATA_DIR) / "models"
+    single = LocalEmbeddingProvider(minilm, batch_size=64, runtime="onnx", export_dir=export_dir)
+    bulk = LocalEmbeddingProvider(
+        minilm, batch_size=64, runtime="onnx", threads=2, export_dir=export_dir, bulk=True
+    )
+    model = bulk._model_or_load()
+    assert model.batch_size == BULK_BATCH_TEXTS and model.parallel_batches == 2
+    assert model.session.get_session_options().intra_op_num_threads == 1
+    batches_on: list[str] = []
+    real_encode_batch = model._encode_batch
+    first_two_together = threading.Barrier(2, timeout=WAIT_SECONDS)
+
+    def encode_batch(texts):
+        batches_on.append(threading.current_thread().name)
+        if len(batches_on) <= 2:
+            first_two_together.wait()  # broken unless two batches run at once
+        return real_encode_batch(texts)
+
+    model._encode_batch = encode_batch
+    texts = sample_sentences() * 3
+    got = bulk.embed(texts, timeout=WAIT_SECONDS)
+    expected = single.embed(texts, timeout=WAIT_SECONDS)
+    assert len(set(batches_on)) == 2
+    assert len(batches_on) == -(-len(texts) // BULK_BATCH_TEXTS)
+    assert cosines(got, expected).min() >= 1 - 1e-6
+    assert "bulk" in repr(bulk) and "bulk" not in repr(single)
+
+
+@pytest.mark.slow
 def test_it_keeps_torch_to_the_configured_threads(minilm):
     import torch
 
@@ -205,3 +235,19 @@ def test_it_loads_the_model_before_a_one_shot_recall_starts(minilm, monkeypatch,
     call_command("recall", "--owner", "alice", "--json", "--dry-run", "seat", stdout=out)
     assert loaded_at_call == [True]
     assert json.loads(out.getvalue())["legs"]["vector"]["status"] == "ok"
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_reembed_runs_the_local_model_in_bulk_with_the_vectors_searches_use(minilm, alice):
+    embeddings._provider_cache.clear()
+    texts = sample_sentences()[:40]
+    memories = [make_memory(alice, text, Memory.Type.SEMANTIC) for text in texts]
+    out = StringIO()
+    call_command("reembed", "--threads", "2", stdout=out)
+    assert f"Embedded {len(texts)} memories" in out.getvalue()
+    assert "2 threads, bulk)" in out.getvalue()
+    stored = [Memory.objects.get(pk=memory.pk).embedding for memory in memories]
+    expected = get_provider().embed(texts, timeout=WAIT_SECONDS)
+    assert not get_provider().bulk
+    assert cosines(stored, expected).min() >= 1 - 1e-6
