@@ -213,13 +213,15 @@ class Command(BaseCommand):
 
     def _fill(self, corpus: PersonalCorpus, count: int) -> None:
         owner = get_user_model().objects.create_user(BENCH_OWNER, password=None)
-        # The fill may use every core; the server gets the service's settings.
+        # The fill may use every core, as reembed does; the server gets the
+        # service's settings.
         provider = LocalEmbeddingProvider(
             Path(settings.EMBEDDING_MODEL or default_local_model_path()),
             batch_size=64,
             runtime="onnx",
             threads=os.cpu_count() or 1,
             export_dir=Path(settings.DATA_DIR) / "models",
+            bulk=True,
         )
         provider.warm_up()
         from pgvector.psycopg import register_vector
