@@ -38,9 +38,9 @@ PROBES = (
 
 
 # A bulk job (reembed) runs one batch per core, each on one thread, rather than
-# each batch on every core: 161 against 135 texts a second on this 2-core
-# machine, sustained over 12,288 realistic memories. Small batches fit one
-# core's caches best there (batches of 64: 123 a second).
+# each batch on every core: 158 against 120 texts a second on this 2-core
+# machine (bench_embed, docs/benchmarks.md). Small batches fit one core's
+# caches best there (two at once of 64 texts: 123 a second).
 BULK_BATCH_TEXTS = 16
 
 

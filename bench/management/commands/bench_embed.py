@@ -1,0 +1,105 @@
+"""`python manage.py bench_embed`: the local model's throughput, as a service process
+runs it and as `reembed` runs it.
+
+Realistic texts (recombined from the evaluation datasets, as `bench_search`
+fills its owner) go through ``LocalEmbeddingProvider.embed`` in calls of
+``REEMBED_BATCH_ROWS``, the way `reembed` sends them. Each run times both
+ways of using the cores, alternating, so that a change of load falls on both:
+
+- ``service``: one batch at a time, ``TIMOTHY_EMBEDDING_BATCH_SIZE`` texts,
+  spread over ``--threads`` intra-op threads;
+- ``bulk``: up to ``--threads`` small batches at once, one thread each
+  (``LocalEmbeddingProvider(bulk=True)``, what `reembed` uses).
+
+Nothing is written to a database.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from bench.management.commands.bench_search import PersonalCorpus, default_datasets
+from bench.measure import describe_load, load_average
+from memories.embedding import REEMBED_BATCH_ROWS
+from memories.management.base import positive_int
+from retrieval.embeddings import LocalEmbeddingProvider, default_local_model_path
+
+MODES = ("service", "bulk")
+# Texts embedded before the timing starts: the model loaded, its first passes done.
+WARMUP_TEXTS = 64
+
+
+class Command(BaseCommand):
+    help = "Measure the local embedding model's texts per second, one batch at a time and bulk."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--texts", type=positive_int, default=12_288, help="texts timed per mode and run"
+        )
+        parser.add_argument("--runs", type=positive_int, default=3, help="runs of each mode")
+        parser.add_argument(
+            "--threads",
+            type=positive_int,
+            default=os.cpu_count() or 1,
+            help="cores the model uses (default: every core, as reembed)",
+        )
+        parser.add_argument(
+            "--runtime",
+            choices=("onnx", "torch"),
+            default=None,
+            help="default: TIMOTHY_EMBEDDING_RUNTIME (bulk changes nothing under torch)",
+        )
+        parser.add_argument("--dataset", action="append", help="timothy-eval/1 file (repeat)")
+        parser.add_argument("--seed", type=int, default=7)
+
+    def handle(self, *args, **options) -> None:
+        datasets = [Path(path) for path in options["dataset"] or default_datasets()]
+        if not datasets:
+            raise CommandError("No dataset found; name one with --dataset FILE.json.")
+        corpus = PersonalCorpus(datasets, options["seed"])
+        texts = [corpus.memory()[0] for _ in range(options["texts"])]
+        runtime = (options["runtime"] or settings.EMBEDDING_RUNTIME or "onnx").lower()
+        providers = {
+            mode: LocalEmbeddingProvider(
+                Path(settings.EMBEDDING_MODEL or default_local_model_path()),
+                batch_size=settings.EMBEDDING_BATCH_SIZE,
+                runtime=runtime,
+                threads=options["threads"],
+                export_dir=Path(settings.DATA_DIR) / "models",
+                bulk=mode == "bulk",
+            )
+            for mode in MODES
+        }
+        for provider in providers.values():
+            provider.embed(texts[:WARMUP_TEXTS])
+        self.stdout.write(
+            f"{len(texts):,} texts (mean {statistics.mean(map(len, texts)):.0f} characters) "
+            f"in calls of {REEMBED_BATCH_ROWS}, {runtime}, {options['threads']} thread(s); "
+            f"machine: load average {describe_load(load_average())} at the start"
+        )
+        rates: dict[str, list[float]] = {mode: [] for mode in MODES}
+        for run in range(1, options["runs"] + 1):
+            for mode in MODES:
+                started = time.perf_counter()
+                for start in range(0, len(texts), REEMBED_BATCH_ROWS):
+                    providers[mode].embed(texts[start : start + REEMBED_BATCH_ROWS])
+                rates[mode].append(len(texts) / (time.perf_counter() - started))
+            self.stdout.write(
+                f"run {run}: "
+                + ", ".join(f"{mode} {rates[mode][-1]:.1f} texts/s" for mode in MODES)
+                + f" (load {load_average():.2f})"
+            )
+        self.stdout.write(f"{'mode':<10} {'batch':>5} {'median':>8}  texts/s over each run")
+        for mode in MODES:
+            model = providers[mode]._model_or_load()
+            runs = " ".join(f"{rate:.1f}" for rate in rates[mode])
+            self.stdout.write(
+                f"{mode:<10} {model.batch_size:>5} {statistics.median(rates[mode]):>8.1f}  {runs}"
+            )
+        self.stdout.write(f"machine: load average {describe_load(load_average())} at the end")
