@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 
 import numpy as np
@@ -30,7 +31,12 @@ from memories.models import Memory
 from retrieval.constants import BM25_B, BM25_CORPUS_STATS_TTL_SECONDS, BM25_K1, BM25_TOP
 from retrieval.lexemes import query_lexemes
 from retrieval.models import OwnerCorpusChange, Posting
-from retrieval.posting_lists import PostingLists, read_postings
+from retrieval.posting_lists import (
+    PostingLists,
+    read_postings,
+    reference_times_of,
+    rows_that_may_lead,
+)
 
 MEMORY_TABLE = Memory._meta.db_table
 CORPUS_TABLE = OwnerCorpusChange._meta.db_table
@@ -130,8 +136,20 @@ def bm25_scores(
     if not lexemes:
         return []
     documents, average_length = corpus_statistics(cursor, owner_id, as_of)
-    postings = read_postings(cursor, owner_id, Posting.Kind.LEXEME, lexemes, as_of, types)
-    return rank_bm25(postings, documents, average_length, top=top, k1=BM25_K1, b=b)
+    kind = Posting.Kind.LEXEME
+    # The reference times only order equal scores: read for those alone.
+    postings = read_postings(cursor, owner_id, kind, lexemes, as_of, types, reference_times=False)
+    return rank_bm25(
+        postings,
+        documents,
+        average_length,
+        top=top,
+        k1=BM25_K1,
+        b=b,
+        reference_times_of=lambda memory_ids: reference_times_of(
+            cursor, owner_id, kind, lexemes, memory_ids, as_of
+        ),
+    )
 
 
 def rank_bm25(
@@ -142,8 +160,13 @@ def rank_bm25(
     top: int,
     k1: float = BM25_K1,
     b: float = BM25_B,
+    reference_times_of: Callable[[np.ndarray], dict[int, int]] | None = None,
 ) -> list[tuple[int, float]]:
-    """BM25 of every memory the postings name; the ``top`` best, best first."""
+    """BM25 of every memory the postings name; the ``top`` best, best first.
+
+    Postings read without their reference times need ``reference_times_of``
+    (memory ids → their reference times) to order equal scores.
+    """
     if not len(postings):
         return []
     containing = postings.documents
@@ -160,7 +183,34 @@ def rank_bm25(
     # memory: two memories with the same terms, frequencies and length score
     # exactly alike (and are then told apart by recency).
     scores = np.bincount(memory_of, weights=shares, minlength=len(memory_ids))
-    latest = np.full(len(memory_ids), np.iinfo(np.int64).min)
-    np.maximum.at(latest, memory_of, postings.reference_time)
-    best = np.lexsort((-memory_ids, -latest, -scores))[:top]
+    rows = rows_that_may_lead(-scores, top)
+    if postings.reference_time is not None:
+        latest = np.full(len(memory_ids), _NEVER)
+        np.maximum.at(latest, memory_of, postings.reference_time)
+        latest = latest[rows]
+    else:
+        latest = _tie_breakers(memory_ids[rows], scores[rows], reference_times_of)
+    best = rows[np.lexsort((-memory_ids[rows], -latest, -scores[rows]))[:top]]
     return [(int(memory_ids[i]), float(scores[i])) for i in best]
+
+
+# Older than any reference time (and still negatable in int64).
+_NEVER = np.iinfo(np.int64).min + 1
+
+
+def _tie_breakers(
+    memory_ids: np.ndarray,
+    scores: np.ndarray,
+    reference_times_of: Callable[[np.ndarray], dict[int, int]] | None,
+) -> np.ndarray:
+    """The reference times that order equal scores, read only for the memories
+    whose score another one shares (any value does for the rest)."""
+    latest = np.zeros(len(memory_ids), dtype=np.int64)
+    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    tied = counts[inverse] > 1
+    if tied.any():
+        if reference_times_of is None:
+            raise ValueError("equal scores to order, and no reference times to order them by")
+        found = reference_times_of(memory_ids[tied])
+        latest[tied] = [found.get(int(memory_id), _NEVER) for memory_id in memory_ids[tied]]
+    return latest

@@ -39,7 +39,7 @@ from retrieval.constants import (
 )
 from retrieval.lexemes import clean_query, query_lexemes
 from retrieval.models import OwnerEntity, Posting
-from retrieval.posting_lists import PostingLists, read_postings
+from retrieval.posting_lists import PostingLists, first_in_order, read_postings
 from retrieval.results import LegReport
 from retrieval.vectors import vector_text
 from timothy.concurrency import (
@@ -264,7 +264,7 @@ def rank_entities(
     np.minimum.at(rarest, memory_of, per_posting)
     latest = np.full(len(memory_ids), np.iinfo(np.int64).min)
     np.maximum.at(latest, memory_of, postings.reference_time)
-    best = np.lexsort((-memory_ids, -latest, rarest, -names))[:limit]
+    best = first_in_order((-memory_ids, -latest, rarest, -names), limit)
     return [(int(memory_ids[i]), float(scores[i])) for i in best]
 
 

@@ -44,7 +44,8 @@ class PostingLists:
     ``documents[i]`` is how many of the owner's memories alive at ``as_of``
     hold ``terms[i]`` (every type); the per-posting arrays hold only the
     postings of the types asked for. ``reference_time`` is in microseconds
-    (any epoch: it only orders).
+    (any epoch: it only orders), or None when it was not asked for
+    (``reference_times_of`` reads it for a few memories instead).
     """
 
     terms: list[str]
@@ -53,7 +54,7 @@ class PostingLists:
     memory_ids: np.ndarray
     frequency: np.ndarray
     length: np.ndarray
-    reference_time: np.ndarray
+    reference_time: np.ndarray | None
 
     def __len__(self) -> int:
         return len(self.memory_ids)
@@ -70,11 +71,15 @@ def read_postings(
     terms: Sequence[str],
     as_of: datetime,
     types: Sequence[str] | None = None,
+    *,
+    reference_times: bool = True,
 ) -> PostingLists:
     """The owner's postings of ``kind`` for ``terms``, of memories written by ``as_of``.
 
     ``cursor`` is the Django cursor whose transaction (and statement timeout)
-    the read joins.
+    the read joins. ``reference_times=False`` leaves out each posting's
+    reference time, which only breaks ties: on the slowest questions its array
+    was a fifth of the read.
     """
     params = {
         "owner_id": owner_id,
@@ -85,7 +90,9 @@ def read_postings(
     }
     # Frequency and length travel as one number (each array costs PostgreSQL
     # about 0.1 µs a posting to build): frequency × 2³² + length.
-    columns = ("t.memory_id", "(t.frequency::int8 << 32) | t.length", POSTING_REFERENCE_TIME_SQL)
+    columns = ("t.memory_id", "(t.frequency::int8 << 32) | t.length")
+    if reference_times:
+        columns += (POSTING_REFERENCE_TIME_SQL,)
     if types:
         # The counts cover every type; the postings only the types asked for.
         arrays = ", ".join(
@@ -113,12 +120,13 @@ def read_postings(
         )
         rows = binary.fetchall()
     parts: list[list[np.ndarray]] = [[], [], [], []]
-    for index, (_, _, ids, frequency_and_length, reference_time) in enumerate(rows):
+    for index, (_, _, ids, frequency_and_length, *reference_time) in enumerate(rows):
         memory_ids = _array(ids)
         parts[0].append(np.full(len(memory_ids), index, dtype=np.int64))
         parts[1].append(memory_ids)
         parts[2].append(_array(frequency_and_length))
-        parts[3].append(_array(reference_time))
+        if reference_times:
+            parts[3].append(_array(reference_time[0]))
     term_index, memory_ids, frequency_and_length, reference_time = (
         np.concatenate(part) if part else np.empty(0, dtype=np.int64) for part in parts
     )
@@ -129,8 +137,60 @@ def read_postings(
         memory_ids=memory_ids,
         frequency=(frequency_and_length >> 32).astype(np.float64),
         length=(frequency_and_length & 0xFFFFFFFF).astype(np.float64),
-        reference_time=reference_time,
+        reference_time=reference_time if reference_times else None,
     )
+
+
+def reference_times_of(
+    cursor, owner_id: int, kind: str, terms: Sequence[str], memory_ids: Sequence[int], as_of
+) -> dict[int, int]:
+    """The reference time (microseconds, as ``PostingLists.reference_time``) of
+    each of ``memory_ids`` that has a posting of ``kind`` for one of ``terms``."""
+    raw = cursor.cursor.connection
+    with cursor.db.wrap_database_errors, psycopg.Cursor(raw) as binary:
+        binary.execute(
+            f"""
+            SELECT t.memory_id, array_send(array_agg({POSTING_REFERENCE_TIME_SQL}))
+            FROM {POSTING_TABLE} t
+            WHERE t.owner_id = %(owner_id)s AND t.kind = %(kind)s
+              AND t.term = ANY(%(terms)s::text[]) AND t.memory_id = ANY(%(memory_ids)s)
+            GROUP BY t.memory_id
+            """,
+            {
+                "owner_id": owner_id,
+                "kind": kind,
+                "terms": list(terms),
+                "memory_ids": [int(memory_id) for memory_id in memory_ids],
+                "as_of": as_of,
+            },
+            binary=True,
+        )
+        return {memory_id: int(_array(times).max()) for memory_id, times in binary.fetchall()}
+
+
+def first_in_order(keys: Sequence[np.ndarray], top: int) -> np.ndarray:
+    """``np.lexsort(keys)[:top]`` (the last key sorts first), sorting only the rows
+    that can be among the first ``top``: those whose last key is within its ``top``
+    smallest values, ties included. A question whose words are in every other
+    memory names tens of thousands of them, and sorting them all by three keys
+    cost 9 ms of the text leg's tail (docs/benchmarks.md).
+    """
+    rows = rows_that_may_lead(keys[-1], top)
+    # lexsort is stable and ``rows`` ascend, so ties keep the order a sort of
+    # every row would give them.
+    return rows[np.lexsort([key[rows] for key in keys])[:top]]
+
+
+def rows_that_may_lead(primary: np.ndarray, top: int) -> np.ndarray:
+    """The rows (ascending) whose ``primary`` is among its ``top`` smallest
+    values, ties included: whatever the other keys, the first ``top`` rows of
+    a sort are among them."""
+    if top <= 0:
+        return np.empty(0, dtype=np.intp)
+    if len(primary) <= top:
+        return np.arange(len(primary))
+    bound = np.partition(primary, top - 1)[top - 1]
+    return np.flatnonzero(primary <= bound)
 
 
 def _array(data: bytes | None) -> np.ndarray:
