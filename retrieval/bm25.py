@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -28,13 +28,18 @@ from django.db import connection
 from django.utils import timezone
 
 from memories.models import Memory
-from retrieval.constants import BM25_B, BM25_CORPUS_STATS_TTL_SECONDS, BM25_K1, BM25_TOP
+from retrieval.constants import (
+    BM25_B,
+    BM25_CORPUS_STATS_TTL_SECONDS,
+    BM25_DEFERRED_DATES_MIN_MEMORIES,
+    BM25_K1,
+    BM25_TOP,
+)
 from retrieval.lexemes import query_lexemes
 from retrieval.models import OwnerCorpusChange, Posting
 from retrieval.posting_lists import (
     PostingLists,
     read_postings,
-    reference_times_of,
     rows_that_may_lead,
 )
 
@@ -111,6 +116,10 @@ def compact_corpus_sums() -> None:
         cursor.execute("SELECT timothy_compact_owner_corpus()")
 
 
+# Owners of at least this many memories get their ties' dates read apart (a
+# module variable so the test suite can send either way through the oracle).
+BM25_DEFERRED_DATES = BM25_DEFERRED_DATES_MIN_MEMORIES
+
 # Seconds a replay's corpus statistics are reused (0: never). A module variable
 # so the test suite can turn the cache off and check BM25 against exact statistics.
 BM25_CORPUS_STATS_TTL = BM25_CORPUS_STATS_TTL_SECONDS
@@ -136,9 +145,10 @@ def bm25_scores(
     if not lexemes:
         return []
     documents, average_length = corpus_statistics(cursor, owner_id, as_of)
-    kind = Posting.Kind.LEXEME
-    # The reference times only order equal scores: read for those alone.
-    postings = read_postings(cursor, owner_id, kind, lexemes, as_of, types, reference_times=False)
+    with_dates = documents < BM25_DEFERRED_DATES
+    postings = read_postings(
+        cursor, owner_id, Posting.Kind.LEXEME, lexemes, as_of, types, reference_times=with_dates
+    )
     return rank_bm25(
         postings,
         documents,
@@ -146,10 +156,28 @@ def bm25_scores(
         top=top,
         k1=BM25_K1,
         b=b,
-        reference_times_of=lambda memory_ids: reference_times_of(
-            cursor, owner_id, kind, lexemes, memory_ids, as_of
-        ),
+        reference_times_of=lambda memory_ids: reference_times(cursor, owner_id, memory_ids, as_of),
     )
+
+
+def reference_times(
+    cursor, owner_id: int, memory_ids: Sequence[int], as_of: datetime
+) -> dict[int, int]:
+    """Each of the owner's ``memory_ids``' reference time at ``as_of``, in
+    microseconds (as ``PostingLists.reference_time``: only their order counts).
+
+    From the memory rows, one primary-key probe each: 0.6 ms for 36 memories
+    where their postings, a probe per memory and lexeme, took 1.2 ms.
+    """
+    cursor.execute(
+        f"""
+        SELECT m.id, (extract(epoch FROM {REFERENCE_TIME_SQL}) * 1000000)::int8
+        FROM {MEMORY_TABLE} m
+        WHERE m.id = ANY(%(ids)s) AND m.owner_id = %(owner_id)s
+        """,
+        {"ids": [int(memory_id) for memory_id in memory_ids], "owner_id": owner_id, "as_of": as_of},
+    )
+    return dict(cursor.fetchall())
 
 
 def rank_bm25(

@@ -141,6 +141,13 @@ TEXT_BM25_B = 0.5
 # (owner, as_of).
 BM25_CORPUS_STATS_TTL_SECONDS = 60.0
 
+# BM25's ties are ordered by each memory's reference time. For an owner of at
+# least this many active memories it is read afterwards, only for the leaders
+# whose score another one shares (~0.6 ms): a question's postings there run to
+# tens of thousands, and sending every posting's date cost up to 7 ms. Below
+# it, the postings are few and their dates come with them (docs/benchmarks.md).
+BM25_DEFERRED_DATES_MIN_MEMORIES = 20_000
+
 # A recall whose as_of lies more than this many seconds in the past replays the
 # store as it stood then (retrieval/replay.py) and stamps nothing.
 REPLAY_AFTER_SECONDS = 60.0

@@ -45,7 +45,7 @@ class PostingLists:
     hold ``terms[i]`` (every type); the per-posting arrays hold only the
     postings of the types asked for. ``reference_time`` is in microseconds
     (any epoch: it only orders), or None when it was not asked for
-    (``reference_times_of`` reads it for a few memories instead).
+    (``retrieval.bm25`` reads it for the few memories that need it).
     """
 
     terms: list[str]
@@ -139,33 +139,6 @@ def read_postings(
         length=(frequency_and_length & 0xFFFFFFFF).astype(np.float64),
         reference_time=reference_time if reference_times else None,
     )
-
-
-def reference_times_of(
-    cursor, owner_id: int, kind: str, terms: Sequence[str], memory_ids: Sequence[int], as_of
-) -> dict[int, int]:
-    """The reference time (microseconds, as ``PostingLists.reference_time``) of
-    each of ``memory_ids`` that has a posting of ``kind`` for one of ``terms``."""
-    raw = cursor.cursor.connection
-    with cursor.db.wrap_database_errors, psycopg.Cursor(raw) as binary:
-        binary.execute(
-            f"""
-            SELECT t.memory_id, array_send(array_agg({POSTING_REFERENCE_TIME_SQL}))
-            FROM {POSTING_TABLE} t
-            WHERE t.owner_id = %(owner_id)s AND t.kind = %(kind)s
-              AND t.term = ANY(%(terms)s::text[]) AND t.memory_id = ANY(%(memory_ids)s)
-            GROUP BY t.memory_id
-            """,
-            {
-                "owner_id": owner_id,
-                "kind": kind,
-                "terms": list(terms),
-                "memory_ids": [int(memory_id) for memory_id in memory_ids],
-                "as_of": as_of,
-            },
-            binary=True,
-        )
-        return {memory_id: int(_array(times).max()) for memory_id, times in binary.fetchall()}
 
 
 def first_in_order(keys: Sequence[np.ndarray], top: int) -> np.ndarray:

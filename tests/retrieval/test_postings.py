@@ -15,7 +15,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memories.models import Memory
-from retrieval import index
+from retrieval import bm25, index
 from retrieval.bm25 import REFERENCE_TIME_SQL, bm25_scores
 from retrieval.constants import BM25_K1, TEXT_BM25_B
 from retrieval.legs import LegRequest, entity_candidates, entity_leg
@@ -280,8 +280,16 @@ def corpus(alice, bob):
     return now
 
 
+@pytest.fixture(params=["dates with the postings", "dates of ties read apart"])
+def tie_dates(request, monkeypatch):
+    """Both ways BM25 gets the dates that order equal scores (by the owner's size)."""
+    deferred = request.param == "dates of ties read apart"
+    monkeypatch.setattr(bm25, "BM25_DEFERRED_DATES", 0 if deferred else 10**9)
+    return request.param
+
+
 @pytest.mark.parametrize("query", QUERIES)
-def test_it_ranks_by_bm25_exactly_as_over_the_memory_rows(alice, corpus, query):
+def test_it_ranks_by_bm25_exactly_as_over_the_memory_rows(alice, corpus, query, tie_dates):
     for as_of in (corpus, corpus - timedelta(days=30), corpus - timedelta(days=200)):
         for types in (None, ("semantic", "episodic")):
             expected = memory_row_bm25(alice.pk, query, as_of, types)
@@ -344,7 +352,7 @@ SKEWED_QUERIES = [
 
 
 @pytest.mark.parametrize("query", SKEWED_QUERIES)
-def test_it_ranks_a_skewed_corpus_exactly_as_over_the_memory_rows(alice, skewed, query):
+def test_it_ranks_a_skewed_corpus_exactly_as_over_the_memory_rows(alice, skewed, query, tie_dates):
     for as_of in (skewed, skewed - timedelta(days=100)):
         for types in (None, ("semantic", "preference")):
             for top, b in ((30, TEXT_BM25_B), (20, 0.75), (5, TEXT_BM25_B)):
