@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.db.models.functions import Coalesce
@@ -28,6 +29,8 @@ from memories.models import (
     check_content,
     has_visible_text,
 )
+from retrieval.embeddings import column_dimensions
+from retrieval.vectors import graph_distance
 from timothy.concurrency import hnsw_search, map_in_order, set_local
 
 logger = logging.getLogger(__name__)
@@ -317,10 +320,13 @@ def near_duplicate_pairs(
         .values_list("pk", flat=True)
     )
     max_distance = 1.0 - min_cosine
+    dimensions = column_dimensions() or settings.EMBEDDING_DIMENSIONS
     pairs: list[tuple[int, int]] = []
     lost: list[int] = []
     batches = _batched(ids, SCAN_BATCH)
-    probes = _map_batches(_neighbour_pairs, batches, neighbours, max_distance, ef_search)
+    probes = _map_batches(
+        _neighbour_pairs, batches, neighbours, max_distance, ef_search, dimensions
+    )
     for batch, (found, missed) in zip(batches, probes, strict=True):
         pairs.extend(found)
         lost.extend(missed)
@@ -330,7 +336,12 @@ def near_duplicate_pairs(
     lost = []
     retry_batches = _batched(retried, RETRY_BATCH)
     probes = _map_batches(
-        _neighbour_pairs, retry_batches, neighbours, max_distance, HNSW_EF_SEARCH_RETRY
+        _neighbour_pairs,
+        retry_batches,
+        neighbours,
+        max_distance,
+        HNSW_EF_SEARCH_RETRY,
+        dimensions,
     )
     for found, missed in probes:
         pairs.extend(found)
@@ -355,10 +366,11 @@ def _batched(items: list, size: int) -> list[list]:
 
 
 def _neighbour_pairs(
-    batch: list[int], neighbours: int, max_distance: float, ef_search: int
+    batch: list[int], neighbours: int, max_distance: float, ef_search: int, dimensions: int
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """Pairs within ``max_distance`` among each memory's nearest neighbours, and the
-    memories whose probe did not find themselves."""
+    memories whose probe did not find themselves. The graph picks the
+    neighbours; their distances are the exact ones."""
     table = Memory._meta.db_table
     with transaction.atomic(), connection.cursor() as cursor:
         # The owner filter is applied after the index scan; keep scanning
@@ -373,7 +385,7 @@ def _neighbour_pairs(
                 FROM {table} o
                 WHERE o.status = 'active' AND o.owner_id = m.owner_id
                   AND o.embedding IS NOT NULL
-                ORDER BY o.embedding <=> m.embedding
+                ORDER BY {graph_distance("o.embedding", "m.embedding", dimensions)}
                 LIMIT %s
             ) n
             WHERE m.id = ANY(%s) AND m.status = 'active' AND m.embedding IS NOT NULL

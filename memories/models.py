@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.contrib.postgres.search import SearchQuery, SearchVector, SearchVectorField
 from django.db import connection, models, transaction
 from django.db.models import F, Q
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Cast
 from django.utils import timezone
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import HalfVectorField, HnswIndex, VectorField
 
 from memories.matching import search_terms, term_pattern
 
@@ -35,6 +36,30 @@ EMBEDDING_DIMENSIONS = settings.EMBEDDING_DIMENSIONS
 # and none (docs/consolidation.md).
 EMBEDDING_HNSW_M = 16
 EMBEDDING_HNSW_EF_CONSTRUCTION = 128
+EMBEDDING_HNSW_INDEX = "memory_embedding_hnsw"
+
+
+def embedding_graph_index(dimensions: int) -> HnswIndex:
+    """The HNSW graph over active memories' vectors, for ``dimensions``-d vectors.
+
+    The graph holds each vector at half precision (``halfvec``): half the
+    memory, and less time to build (docs/benchmarks.md).
+    It only chooses the candidates; every distance a search returns is computed
+    again from the stored float32 vector (``retrieval.vectors.graph_distance``).
+    The cast names the dimension, so the index follows the column when a new
+    model changes it (``retrieval.index.hnsw_create_sql``).
+    """
+    return HnswIndex(
+        OpClass(
+            Cast("embedding", HalfVectorField(dimensions=dimensions)), name="halfvec_cosine_ops"
+        ),
+        name=EMBEDDING_HNSW_INDEX,
+        m=EMBEDDING_HNSW_M,
+        ef_construction=EMBEDDING_HNSW_EF_CONSTRUCTION,
+        condition=Q(status="active"),
+    )
+
+
 # What a redacted memory says instead of its text (the database allows nothing else).
 REDACTED_CONTENT = "[redacted]"
 
@@ -355,14 +380,7 @@ class Memory(models.Model):
         ordering = ["-created_at", "-id"]
         indexes = [
             GinIndex(fields=["tsv"], name="memory_tsv_gin"),
-            HnswIndex(
-                name="memory_embedding_hnsw",
-                fields=["embedding"],
-                opclasses=["vector_cosine_ops"],
-                m=EMBEDDING_HNSW_M,
-                ef_construction=EMBEDDING_HNSW_EF_CONSTRUCTION,
-                condition=Q(status="active"),
-            ),
+            embedding_graph_index(EMBEDDING_DIMENSIONS),
             models.Index(fields=["owner", "status", "-created_at"], name="memory_owner_status"),
             models.Index(fields=["owner", "session_id"], name="memory_owner_session"),
             # awaiting_embedding(): counted on the home page, read every minute

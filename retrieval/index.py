@@ -43,20 +43,21 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core import checks
 from django.db import connection, transaction
-from pgvector.django import HnswIndex
 
-from memories.models import Memory
+from memories.models import EMBEDDING_HNSW_INDEX, Memory, embedding_graph_index
+from retrieval.embeddings import column_dimensions
 from retrieval.models import OwnerCorpusChange, OwnerEntity, Posting
 
 logger = logging.getLogger(__name__)
 
 MEMORY_TABLE = Memory._meta.db_table
-# The graph is defined once, in Memory.Meta (so migrations follow it); the SQL
-# that drops and builds it here is made from that definition.
-HNSW = next(index for index in Memory._meta.indexes if isinstance(index, HnswIndex))
-HNSW_INDEX = HNSW.name
+# The graph is defined once (memories.models.embedding_graph_index, which
+# Memory.Meta and so the migrations use); the SQL that drops and builds it here
+# is made from that definition, for the column's dimension.
+HNSW_INDEX = EMBEDDING_HNSW_INDEX
 # The vector leg's exact scan reads an owner's vectors from it (retrieval 0005).
 COVERING_INDEX = "memory_active_embeddings"
 
@@ -231,8 +232,12 @@ def vector_index_paused(
 
 
 def hnsw_create_sql(*, concurrently: bool = False) -> str:
-    """``CREATE INDEX`` for the graph, exactly as Memory.Meta (and so the migrations) define it."""
-    return str(HNSW.create_sql(Memory, connection.schema_editor(), concurrently=concurrently))
+    """``CREATE INDEX`` for the graph as Memory.Meta (and so the migrations)
+    define it, for the vectors the column holds now (a new model may have
+    changed their dimension since)."""
+    dimensions = column_dimensions() or settings.EMBEDDING_DIMENSIONS
+    graph = embedding_graph_index(dimensions)
+    return str(graph.create_sql(Memory, connection.schema_editor(), concurrently=concurrently))
 
 
 def build_settings(rows: int) -> dict[str, str]:

@@ -41,7 +41,7 @@ from retrieval.lexemes import clean_query, query_lexemes
 from retrieval.models import OwnerEntity, Posting
 from retrieval.posting_lists import PostingLists, first_in_order, read_postings
 from retrieval.results import LegReport
-from retrieval.vectors import vector_text
+from retrieval.vectors import graph_distance, vector_text
 from timothy.concurrency import (
     ThreadPool,
     gather,
@@ -290,7 +290,7 @@ def vector_leg(cursor, request: LegRequest) -> Ranked:
     if not request.replay and _owner_dominates(
         cursor, request.owner_id, request.exact_scan_max_rows
     ):
-        nearest = _approximate_nearest(cursor, where, params)
+        nearest = _approximate_nearest(cursor, where, params, len(embedding))
         if len(nearest) >= request.limit:
             return Ranked(nearest, query_embedding=tuple(embedding))
     # A small owner, or the walk gave up before finding enough of this
@@ -379,17 +379,21 @@ def _exact_nearest(cursor, where: str, params: dict) -> list[tuple[int, float]]:
     return [(memory_id, float(similarity)) for memory_id, similarity in cursor.fetchall()]
 
 
-def _approximate_nearest(cursor, where: str, params: dict) -> list[tuple[int, float]]:
+def _approximate_nearest(
+    cursor, where: str, params: dict, dimensions: int
+) -> list[tuple[int, float]]:
     # Keep walking the graph until LIMIT rows pass the owner/status filter.
     with local_settings(cursor, hnsw_search(HNSW_EF_SEARCH, max_scan_tuples=HNSW_MAX_SCAN_TUPLES)):
-        # relaxed_order may return neighbours slightly out of order: sort them again.
+        # The graph finds the candidates at half precision; they are scored and
+        # ordered by their exact distance (relaxed_order may also return them
+        # slightly out of order).
         cursor.execute(
             f"""
             WITH nearest AS MATERIALIZED (
                 SELECT m.id, m.embedding <=> %(embedding)s::vector AS distance
                 FROM {MEMORY_TABLE} m
                 WHERE {where}
-                ORDER BY m.embedding <=> %(embedding)s::vector
+                ORDER BY {graph_distance("m.embedding", "%(embedding)s", dimensions)}
                 LIMIT %(limit)s
             )
             SELECT id, 1 - distance FROM nearest ORDER BY distance, id

@@ -25,3 +25,16 @@ def vector_list(vector) -> list[float] | None:
     if vector is None:
         return None
     return [float(str(value)) for value in vector]
+
+
+def graph_distance(stored: str, other: str, dimensions: int) -> str:
+    """SQL for the cosine distance the HNSW graph orders by: ``stored`` (the
+    memory's ``embedding`` column) and ``other`` (a column or a vector's text) at
+    half precision, as ``memories.models.embedding_graph_index`` holds them.
+
+    Only an ORDER BY that reads exactly like the index's expression walks the
+    graph; the distances a search reports are the exact ones, ``stored <=>
+    other`` on the float32 vectors.
+    """
+    half = f"halfvec({int(dimensions)})"
+    return f"({stored})::{half} <=> ({other})::{half}"

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from django.conf import settings
+
 from memories import consolidation
 from memories.consolidation import group_pairs, near_duplicate_pairs
 from memories.models import Memory
@@ -49,7 +51,9 @@ def test_it_joins_a_group_larger_than_the_neighbour_count(alice):
 def test_it_reports_probes_that_did_not_find_themselves(alice):
     tea = make_memory(alice, "Alice likes tea.", embedding=axis(0))
     twin = make_memory(alice, "Alice enjoys tea.", embedding=axis(0))
-    found, lost = consolidation._neighbour_pairs([tea.pk, twin.pk], 5, 0.05, 20)
+    found, lost = consolidation._neighbour_pairs(
+        [tea.pk, twin.pk], 5, 0.05, 20, settings.EMBEDDING_DIMENSIONS
+    )
     assert sorted(found) == [(tea.pk, twin.pk), (twin.pk, tea.pk)]
     assert lost == []
 
@@ -62,9 +66,9 @@ def test_it_retries_lost_probes_and_falls_back_to_exact_comparison(alice, monkey
     search = consolidation._neighbour_pairs
     widths = []
 
-    def lost_in_the_graph(batch, neighbours, max_distance, ef_search):
+    def lost_in_the_graph(batch, neighbours, max_distance, ef_search, dimensions):
         widths.append((ef_search, sorted(batch)))
-        search(batch, neighbours, max_distance, ef_search)
+        search(batch, neighbours, max_distance, ef_search, dimensions)
         return [], list(batch)  # as if no probe had arrived
 
     monkeypatch.setattr(consolidation, "_neighbour_pairs", lost_in_the_graph)

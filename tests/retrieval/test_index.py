@@ -24,6 +24,7 @@ from retrieval.index import (
     vector_index_state,
 )
 from retrieval.models import OwnerEntity, Posting
+from retrieval.vectors import graph_distance
 from tests.base import make_memory
 from tests.fakes.fixtures import fake_openai  # noqa: F401
 
@@ -40,15 +41,16 @@ def nearest_through_the_graph(owner, vector: list[float]) -> list[int]:
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute("SET LOCAL enable_indexscan = on")
+        distance = graph_distance("embedding", "%s", len(vector))
         cursor.execute(
             "EXPLAIN SELECT id FROM memories_memory WHERE status = 'active' "
-            "ORDER BY embedding <=> %s::vector LIMIT 3",
+            f"ORDER BY {distance} LIMIT 3",
             [str(vector)],
         )
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute(
             "SELECT id FROM memories_memory WHERE status = 'active' AND owner_id = %s "
-            "ORDER BY embedding <=> %s::vector LIMIT 3",
+            f"ORDER BY {distance} LIMIT 3",
             [owner.pk, str(vector)],
         )
         return plan, [row[0] for row in cursor.fetchall()]
