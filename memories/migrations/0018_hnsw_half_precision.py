@@ -6,8 +6,9 @@ At half precision the graph takes half the memory and builds a little faster:
 over the 900,000 active vectors of 1M memories, 1,004 MB built in 546–594 s
 against 1,758 MB in 625 s (docs/benchmarks.md). The column keeps its float32 vectors.
 
-The graph is rebuilt here, sized and parallel as a bulk load builds it
-(``retrieval.index.build_settings``), for the dimension the column holds.
+The graph is rebuilt here the way a bulk load rebuilds it (dropped, then
+built by ``retrieval.index.resume_vector_index``: sized and parallel, for the
+dimension the column holds). Going back builds the float32 graph of 0004.
 """
 
 import django.contrib.postgres.indexes
@@ -18,20 +19,19 @@ from django.conf import settings
 from django.db import migrations, models
 
 INDEX = "memory_embedding_hnsw"
-GRAPH = "WITH (m = 16, ef_construction = 128) WHERE status = 'active'"
 
 
-def _rebuild(schema_editor, method: str) -> None:
+def half_precision(apps, schema_editor) -> None:
+    from retrieval.index import pause_vector_index, resume_vector_index
+
+    pause_vector_index()
+    resume_vector_index()
+
+
+def full_precision(apps, schema_editor) -> None:
     from retrieval.index import build_settings
 
     with schema_editor.connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT atttypmod FROM pg_attribute "
-            "WHERE attrelid = 'memories_memory'::regclass AND attname = 'embedding'"
-        )
-        dimensions = cursor.fetchone()[0]
-        if dimensions <= 0:
-            dimensions = settings.EMBEDDING_DIMENSIONS
         cursor.execute(
             "SELECT count(*) FROM memories_memory WHERE status = 'active' AND embedding IS NOT NULL"
         )
@@ -40,16 +40,9 @@ def _rebuild(schema_editor, method: str) -> None:
         cursor.execute(f"DROP INDEX IF EXISTS {INDEX}")
         cursor.execute(
             f"CREATE INDEX {INDEX} ON memories_memory USING hnsw "
-            f"({method.format(dimensions=int(dimensions))}) {GRAPH}"
+            "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 128) "
+            "WHERE status = 'active'"
         )
-
-
-def half_precision(apps, schema_editor) -> None:
-    _rebuild(schema_editor, "(embedding::halfvec({dimensions})) halfvec_cosine_ops")
-
-
-def full_precision(apps, schema_editor) -> None:
-    _rebuild(schema_editor, "embedding vector_cosine_ops")
 
 
 class Migration(migrations.Migration):
