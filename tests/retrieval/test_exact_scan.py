@@ -111,9 +111,11 @@ def test_the_exact_scan_reads_only_the_covering_index(alice, bob):
         assert len(_exact(request)) == 30
     sql = queries.captured_queries[-1]["sql"]
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + sql)
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, VERBOSE, COSTS OFF) " + sql)
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Index Only Scan using memory_active_embeddings" in plan
+    # One distance a row: the score and the sort key are the same column.
+    assert plan.count("<=>") == 1
     assert "Heap Fetches: 0" in plan
     assert "top-N heapsort" in plan  # the 30 nearest kept as they come
     assert "memory_embedding_hnsw" not in plan
