@@ -30,12 +30,13 @@ if TYPE_CHECKING:
     from memories.redaction import Redaction
 
 EMBEDDING_DIMENSIONS = settings.EMBEDDING_DIMENSIONS
-# The HNSW index on active embeddings. ef_construction 128 rather than
-# pgvector's 64: at 64 about 0.3% of consolidation's probes got lost in the
-# graph and a planted near-duplicate pair in 4,375 went unlinked; at 128, 0.005%
-# and none (docs/consolidation.md).
+# The HNSW index on active embeddings. ef_construction 96, between pgvector's
+# 64 and the 128 of memories 0004-0018: at 64 about 0.3% of consolidation's
+# probes got lost in the graph and a planted near-duplicate pair in 4,375 went
+# unlinked; at 96, 0.03-0.04% and none in six runs, and the graph builds a
+# quarter faster than at 128 (docs/consolidation.md).
 EMBEDDING_HNSW_M = 16
-EMBEDDING_HNSW_EF_CONSTRUCTION = 128
+EMBEDDING_HNSW_EF_CONSTRUCTION = 96
 EMBEDDING_HNSW_INDEX = "memory_embedding_hnsw"
 
 

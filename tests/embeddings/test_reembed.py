@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from memories.models import Memory
+from memories.models import EMBEDDING_HNSW_EF_CONSTRUCTION, Memory
 from retrieval.embeddings import column_dimensions, get_provider
 from tests.base import make_memory
 from tests.fakes.openai_server import EMBEDDINGS, Answer, deterministic_vector
@@ -117,7 +117,8 @@ def test_it_converts_the_column_when_the_dimension_changes(openai_embeddings, se
     # half-precision cast names it.
     assert "halfvec(384)" in migrated_index
     assert embedding_index_definition() == migrated_index.replace("halfvec(384)", "halfvec(8)")
-    assert "ef_construction='128'" in migrated_index and "'active'" in migrated_index
+    assert f"ef_construction='{EMBEDDING_HNSW_EF_CONSTRUCTION}'" in migrated_index
+    assert "'active'" in migrated_index
 
 
 def test_it_refuses_to_convert_for_one_owner_only(openai_embeddings, settings, alice):
