@@ -219,11 +219,25 @@ def test_it_rebuilds_one_owners_part_only(alice, bob):
     assert corpus == {alice.pk: kept_corpus[alice.pk]}
 
 
+def posting_key_definition() -> tuple[str, str] | None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_get_constraintdef(c.oid), pg_get_indexdef(c.conindid) FROM pg_constraint c "
+            "WHERE c.conrelid = 'retrieval_posting'::regclass AND c.contype = 'p'"
+        )
+        return cursor.fetchone()
+
+
 def test_it_pauses_and_resumes_the_whole_index(alice, bob):
     write_some_memories(alice, bob)
+    migrated_key = posting_key_definition()
+    assert "INCLUDE (frequency, length, type, created_at, last_confirmed_at)" in migrated_key[0]
+    kept = derived_state()
     index.pause()
     assert index.paused_triggers() == sorted(trigger.name for trigger in index.TRIGGERS)
     assert vector_index_state() == "paused"
+    # The postings are filled again without their key, which is built once after.
+    assert not index.posting_key_exists() and posting_key_definition() is None
     loaded = Memory.remember(alice, "Ann visits Porto", "episodic", entities=["Porto"])
     assert not Posting.objects.filter(memory_id=loaded.pk).exists()
 
@@ -231,7 +245,29 @@ def test_it_pauses_and_resumes_the_whole_index(alice, bob):
 
     assert index.paused_triggers() == []
     assert vector_index_state() == "live"
-    assert set(seconds) == {"postings", "entity dictionary", "corpus sums", "vector index"}
+    assert set(seconds) == {
+        "postings",
+        "postings key",
+        "entity dictionary",
+        "corpus sums",
+        "vector index",
+    }
+    # The same key as the migrations made, over the old rows and the one loaded.
+    assert posting_key_definition() == migrated_key
+    assert derived_state()[0] - kept[0] == set(
+        Posting.objects.filter(memory_id=loaded.pk).values_list(
+            "owner_id",
+            "kind",
+            "term",
+            "memory_id",
+            "frequency",
+            "length",
+            "type",
+            "created_at",
+            "last_confirmed_at",
+        )
+    )
+    assert kept[0] <= derived_state()[0]
     assert Posting.objects.filter(memory_id=loaded.pk, kind="e", term="porto").exists()
     assert OwnerEntity.objects.get(owner=alice, key="porto").memories == 1
     assert index.check() == []
@@ -280,10 +316,28 @@ def test_it_reports_a_missing_table_and_covering_index():
     assert ids(index.check()) == ["retrieval.E001", "retrieval.E006"]
 
 
+def test_it_reports_a_missing_posting_key_and_a_rebuild_builds_it(alice, bob):
+    write_some_memories(alice, bob)
+    kept = derived_state()
+    execute("ALTER TABLE retrieval_posting DROP CONSTRAINT retrieval_posting_pk")
+    [problem] = index.check()
+    assert problem.id == "retrieval.E007" and problem.is_serious()
+    assert "rebuild_retrieval_index" in problem.hint
+
+    seconds = index.rebuild(alice.pk)
+
+    assert "postings key" in seconds
+    assert index.check() == []
+    assert derived_state() == kept
+
+
 def test_it_reports_switched_off_triggers_and_a_paused_graph():
     index.pause()
     problems = index.check()
-    assert ids(problems) == ["retrieval.E004"] * len(index.TRIGGERS) + ["retrieval.W001"]
+    assert ids(problems) == ["retrieval.E004"] * len(index.TRIGGERS) + [
+        "retrieval.E007",
+        "retrieval.W001",
+    ]
     assert not problems[-1].is_serious()
     assert "rebuild_retrieval_index" in problems[0].hint
 

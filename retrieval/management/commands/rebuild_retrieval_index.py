@@ -19,8 +19,8 @@ from retrieval import index
 class Command(SchemaCommand):
     help = (
         "Recount the retrieval index (postings, entity dictionary, BM25 corpus sums) from "
-        "the memories, switch paused triggers back on and build a missing vector index; "
-        "then check it."
+        "the memories, switch paused triggers back on, build a missing postings key or "
+        "vector index; then check it."
     )
 
     def add_arguments(self, parser) -> None:
@@ -54,7 +54,11 @@ class Command(SchemaCommand):
         paused = index.paused_triggers()
         if paused:
             self.stdout.write(f"Switching {len(paused)} paused trigger(s) back on.")
-        steps = len(index.REBUILD_FUNCTIONS) + (index.vector_index_state() != "live")
+        steps = (
+            len(index.REBUILD_FUNCTIONS)
+            + (not index.posting_key_exists())
+            + (index.vector_index_state() != "live")
+        )
         with self.progress(steps, no_progress) as bar:
             seconds = index.resume(done=self.advance(bar))
             if not paused:  # resume() recounts only after a pause
@@ -67,7 +71,8 @@ class Command(SchemaCommand):
                 "The retrieval index's triggers are switched off (a bulk load paused them): "
                 "rebuild everyone's part, without --owner, to switch them back on."
             )
-        with self.progress(len(index.REBUILD_FUNCTIONS), no_progress) as bar:
+        steps = len(index.REBUILD_FUNCTIONS) + (not index.posting_key_exists())
+        with self.progress(steps, no_progress) as bar:
             seconds = index.rebuild(owner_id, done=self.advance(bar))
         self.summarise(f"Rebuilt {username}'s part of the retrieval index", seconds)
 
