@@ -30,6 +30,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 START_TIMEOUT = 180
 # A client that waits this long for one answer has met a hang, not a slow reply.
 HTTP_TIMEOUT = 60
+# What a wait that gave up shows of serve's output: what it was doing instead.
+OUTPUT_TAIL_LINES = 40
 
 
 def free_port() -> int:
@@ -106,7 +108,13 @@ class ServeProcess:
                     raise AssertionError(f"serve exited before {pattern!r}:\n{self.output}")
             return match
 
-        return wait_for(found, timeout, f"{pattern!r} in the output of serve")
+        try:
+            return wait_for(found, timeout, f"{pattern!r} in the output of serve")
+        except AssertionError as gave_up:
+            if self.process.poll() is not None:
+                raise  # it says why, with the whole output
+            tail = "".join(self.lines[-OUTPUT_TAIL_LINES:])
+            raise AssertionError(f"{gave_up}; its last lines:\n{tail}") from None
 
     def answers(self, path: str = "/login/") -> bool:
         try:
