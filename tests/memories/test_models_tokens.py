@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from memories.models import TOKEN_PREFIX, ApiToken
 
@@ -97,3 +98,25 @@ def test_it_stamps_last_use_at_most_once_a_minute(alice):
     ApiToken.authenticate(secret)
     token.refresh_from_db()
     assert token.last_used_at > first_use - timedelta(minutes=5)
+
+
+def test_it_loads_the_token_and_its_owner_as_the_orm_does(alice, django_assert_num_queries):
+    token, secret = ApiToken.issue(alice, "laptop")
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    alice.first_name = "Alice"
+    alice.last_login = timezone.now() - timedelta(days=2)
+    alice.save()
+    expected = ApiToken.objects.select_related("owner").get(pk=token.pk)
+
+    with django_assert_num_queries(1):
+        found = ApiToken.authenticate(secret)
+        owner = found.owner
+
+    def fields(instance):
+        return {f.attname: getattr(instance, f.attname) for f in instance._meta.concrete_fields}
+
+    assert fields(found) == fields(expected)
+    assert fields(owner) == fields(expected.owner)
+    assert found.last_used_at.tzinfo is not None
+    assert not found._state.adding and found._state.db == "default"
+    assert owner.check_password("wrong") is False
