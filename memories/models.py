@@ -18,7 +18,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.contrib.postgres.search import SearchQuery, SearchVector, SearchVectorField
 from django.db import connection, models, transaction
-from django.db.models import F, Q
+from django.db.models import F, Func, Q
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -58,6 +58,42 @@ def embedding_graph_index(dimensions: int) -> HnswIndex:
         m=EMBEDDING_HNSW_M,
         ef_construction=EMBEDDING_HNSW_EF_CONSTRUCTION,
         condition=Q(status="active"),
+    )
+
+
+# The embedding at unit length and half precision, which the vector leg's exact
+# scan shortlists from (``embedding_half_field``).
+EMBEDDING_HALF = "embedding_half"
+
+
+def embedding_half_field(dimensions: int) -> models.GeneratedField:
+    """The embedding scaled to unit length and stored at half precision
+    (``halfvec``), kept by PostgreSQL from ``embedding`` whatever writes it.
+
+    The vector leg's exact scan reads it from the covering index
+    (``embedding_scan_index``), whose entries it makes half as wide, to
+    shortlist an owner's nearest memories, and then scores the shortlist from
+    the float32 vectors (``retrieval.legs``). Scaled first because a cosine does
+    not see the scale and no component of a unit vector overflows half
+    precision (±65,504). The dimension follows the column's, as the graph's.
+    """
+    half = HalfVectorField(dimensions=dimensions, null=True)
+    return models.GeneratedField(
+        expression=Cast(Func("embedding", function="l2_normalize"), half),
+        output_field=half,
+        db_persist=True,
+    )
+
+
+def embedding_scan_index() -> models.Index:
+    """The vector leg's exact scan: an owner's active vectors at half precision,
+    read index-only (built by memories 0020; retrieval.index rebuilds it with
+    the column when a new model changes the dimension)."""
+    return models.Index(
+        fields=["owner", "created_at"],
+        include=["id", "type", EMBEDDING_HALF],
+        name="memory_active_embeddings",
+        condition=Q(status="active", embedding__isnull=False),
     )
 
 
@@ -338,6 +374,13 @@ class MemorySource(models.TextChoices):
     IMPORT = "import", "Import"
 
 
+class MemoryManager(models.Manager.from_queryset(MemoryQuerySet)):
+    def get_queryset(self) -> MemoryQuerySet:
+        # Only the exact scan reads the half-precision copy, from its index: a
+        # row loaded for anything else leaves it behind rather than parse it.
+        return super().get_queryset().defer(EMBEDDING_HALF)
+
+
 class Memory(models.Model):
     Type = MemoryType
     Status = MemoryStatus
@@ -349,6 +392,7 @@ class Memory(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PROPOSED)
     entity_refs = ArrayField(models.TextField(), default=list, blank=True)
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding_half = embedding_half_field(EMBEDDING_DIMENSIONS)
     tsv = models.GeneratedField(
         expression=SearchVector("content", config="english"),
         output_field=SearchVectorField(),
@@ -375,7 +419,7 @@ class Memory(models.Model):
         "self", models.PROTECT, null=True, blank=True, related_name="supersedes"
     )
 
-    objects = MemoryQuerySet.as_manager()
+    objects = MemoryManager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -392,14 +436,7 @@ class Memory(models.Model):
                 condition=Q(embedding__isnull=True, status__in=["active", "proposed"]),
             ),
             models.Index(fields=["superseded_by"], name="memory_superseded_by"),
-            # The vector leg's exact scan: an owner's active vectors, index-only
-            # (retrieval.index; built by retrieval migration 0005).
-            models.Index(
-                fields=["owner", "created_at"],
-                include=["id", "type", "embedding"],
-                name="memory_active_embeddings",
-                condition=Q(status="active", embedding__isnull=False),
-            ),
+            embedding_scan_index(),
         ]
         constraints = [
             models.CheckConstraint(

@@ -20,14 +20,15 @@ import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models.base import ModelState
 
-from memories.models import Memory
+from memories.models import EMBEDDING_HALF, Memory
 from retrieval.replay import ALIVE_SQL
 
 MEMORY_TABLE = Memory._meta.db_table
-# Every column a candidate carries: all but the vector (read apart, as bytes),
-# the text-search vector and the metadata (nothing after the legs reads them;
-# like any deferred field, they are loaded if something does).
-DEFERRED = ("embedding", "tsv", "metadata")
+# Every column a candidate carries: all but the vector (read apart, as bytes)
+# and its half-precision copy, the text-search vector and the metadata (nothing
+# after the legs reads them; like any deferred field, they are loaded if
+# something does).
+DEFERRED = ("embedding", EMBEDDING_HALF, "tsv", "metadata")
 _FIELDS = [field for field in Memory._meta.concrete_fields if field.attname not in DEFERRED]
 _ATTNAMES = [field.attname for field in _FIELDS]
 # jsonb as text: the field's own converter reads it, as the ORM's would.

@@ -199,6 +199,9 @@ HNSW_MIN_OWNER_SHARE = 0.25
 HNSW_EF_SEARCH = 100
 # How far an iterative scan may walk before giving up (then: exact scan).
 HNSW_MAX_SCAN_TUPLES = 20000
+# The exact scan shortlists this many of the owner's vectors (at least twice
+# the leg's limit) at half precision, then scores them from the float32 ones.
+EXACT_SCAN_SHORTLIST = 60
 
 # Entity leg: the longest entity name, in characters, that is looked for in a
 # query (every word-bounded stretch of the query up to this long is a candidate).

@@ -554,8 +554,9 @@ def check_embedding_dimensions() -> None:
 def resize_embedding_column(dimensions: int) -> None:
     """Make the column hold ``dimensions``-d vectors; every stored vector is dropped.
 
-    Each statement is short; none waits on a model. The index is rebuilt empty
-    (as Memory.Meta defines it) and fills as rows are re-embedded.
+    Each statement is short; none waits on a model. The graph, the vectors'
+    half-precision copy and its covering index are rebuilt empty (as
+    Memory.Meta defines them) and fill as rows are re-embedded.
     """
     from retrieval import index
 
@@ -564,7 +565,9 @@ def resize_embedding_column(dimensions: int) -> None:
         # ALTER TABLE refuses to run while deferred foreign-key checks are pending.
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         index.pause_vector_index()
+        index.drop_half_precision_scan()
         cursor.execute(
             f"ALTER TABLE {table} ALTER COLUMN {column} TYPE vector({int(dimensions)}) USING NULL"
         )
+        index.add_half_precision_scan(dimensions)
         index.resume_vector_index()

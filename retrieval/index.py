@@ -47,8 +47,16 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core import checks
 from django.db import connection, transaction
+from django.db.models.sql import Query
 
-from memories.models import EMBEDDING_HNSW_INDEX, Memory, embedding_graph_index
+from memories.models import (
+    EMBEDDING_HALF,
+    EMBEDDING_HNSW_INDEX,
+    Memory,
+    embedding_graph_index,
+    embedding_half_field,
+    embedding_scan_index,
+)
 from retrieval.embeddings import column_dimensions
 from retrieval.models import OwnerCorpusChange, OwnerEntity, Posting
 
@@ -59,8 +67,9 @@ MEMORY_TABLE = Memory._meta.db_table
 # Memory.Meta and so the migrations use); the SQL that drops and builds it here
 # is made from that definition, for the column's dimension.
 HNSW_INDEX = EMBEDDING_HNSW_INDEX
-# The vector leg's exact scan reads an owner's vectors from it (retrieval 0005).
-COVERING_INDEX = "memory_active_embeddings"
+# The vector leg's exact scan reads an owner's vectors from it, at half
+# precision (memories 0020; retrieval 0005 built it over the float32 vectors).
+COVERING_INDEX = embedding_scan_index().name
 # The postings' primary key, which the text and entity legs read by index-only
 # scans (retrieval 0004). A bulk load drops it with the triggers: filling the
 # table and then building the key once took 36 s at 1M memories (7.1M
@@ -247,6 +256,38 @@ def hnsw_create_sql(*, concurrently: bool = False) -> str:
     dimensions = column_dimensions() or settings.EMBEDDING_DIMENSIONS
     graph = embedding_graph_index(dimensions)
     return str(graph.create_sql(Memory, connection.schema_editor(), concurrently=concurrently))
+
+
+def add_half_precision_scan(dimensions: int) -> None:
+    """Add ``Memory.embedding_half`` for ``dimensions``-d vectors and build the
+    exact scan's covering index over it (in place of any index of that name).
+
+    PostgreSQL computes the column for every row as it adds it: the table is
+    rewritten, and its indexes with it (pause the graph around a large one).
+    The float32 vector is kept in the row (``STORAGE MAIN``): with the copy
+    beside it a row passes the ~2 KB at which PostgreSQL moves its largest
+    out-of-line-able value elsewhere (TOAST), and that would be the vector
+    itself, which fusion and the shortlist's scoring read from the row.
+    """
+    embedding = Memory._meta.get_field("embedding").column
+    field = embedding_half_field(dimensions)
+    field.set_attributes_from_name(EMBEDDING_HALF)
+    # What contribute_to_class would give it, without replacing Memory's own
+    # field: the model, and the query its expression compiles against.
+    field.model = Memory
+    field._query = Query(model=Memory, alias_cols=False)
+    with connection.schema_editor() as editor:
+        editor.execute(f"ALTER TABLE {MEMORY_TABLE} ALTER COLUMN {embedding} SET STORAGE MAIN")
+        editor.add_field(Memory, field)
+        editor.execute(f"DROP INDEX IF EXISTS {COVERING_INDEX}")
+        editor.add_index(Memory, embedding_scan_index())
+
+
+def drop_half_precision_scan() -> None:
+    """Drop ``Memory.embedding_half``, and the covering index with it (the
+    column depends on ``embedding``, whose type cannot change while it exists)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE {MEMORY_TABLE} DROP COLUMN IF EXISTS {EMBEDDING_HALF}")
 
 
 def build_settings(rows: int) -> dict[str, str]:

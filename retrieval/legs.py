@@ -22,12 +22,13 @@ from typing import TypeVar
 import numpy as np
 from django.db import DatabaseError, connection, transaction
 
-from memories.models import Memory
+from memories.models import EMBEDDING_HALF, Memory
 from retrieval import replay
 from retrieval.bm25 import bm25_scores, corpus_statistics
 from retrieval.constants import (
     BM25,
     ENTITY_MAX_CHARS,
+    EXACT_SCAN_SHORTLIST,
     HNSW_EF_SEARCH,
     HNSW_MAX_SCAN_TUPLES,
     HNSW_MIN_OWNER_SHARE,
@@ -295,7 +296,12 @@ def vector_leg(cursor, request: LegRequest) -> Ranked:
             return Ranked(nearest, query_embedding=tuple(embedding))
     # A small owner, or the walk gave up before finding enough of this
     # owner's rows (few of them carry vectors, or they lie far away).
-    nearest = _exact_nearest(cursor, where, params)
+    if request.replay:
+        # The rows alive then, read from the table, where the half-precision
+        # copy is kept out of line: the float32 vectors beside them serve.
+        nearest = _exact_nearest_float(cursor, where, params)
+    else:
+        nearest = _exact_nearest(cursor, where, params, len(embedding))
     if not nearest:
         raise LegSkipped("no embeddings stored")
     return Ranked(nearest, query_embedding=tuple(embedding))
@@ -358,15 +364,75 @@ def _owner_share(cursor, owner_id: int) -> tuple[float, float | None]:
     return table_rows, share
 
 
-def _exact_nearest(cursor, where: str, params: dict) -> list[tuple[int, float]]:
-    # Every row is compared, and the 30 nearest are kept as they come (a top-N
-    # sort), with no table of every distance in between. The subquery's
-    # OFFSET 0 keeps it apart: the distance is computed once a row (a flattened
-    # query computes it again for the sort key: 7-8 % of the statement at 1M), and
-    # the planner cannot order by it through the HNSW graph. The rows come from
-    # the covering index memory_active_embeddings (retrieval 0005) by an
-    # index-only scan: the owner's entries lie together, where their ~2 KB rows
-    # lie wherever they were written (tests/retrieval/test_exact_scan.py).
+def half_precision_error(dimensions: int) -> float:
+    """The most a cosine distance computed from the half-precision copies
+    (``Memory.embedding_half``, and the query rounded alike) can differ from
+    the one computed from the float32 vectors.
+
+    Rounding to half precision moves each component by at most 2**-11 of
+    itself, so a unit vector by at most 2**-11 of its length and, once scaled
+    back to unit length, by 2 * 2**-11; a dot product of two unit vectors so
+    moved changes by at most 4 * 2**-11. The two computations' float32 sums
+    over ``dimensions`` terms (dot product and norms, each) add at most
+    6 * dimensions * 2**-24 between them.
+    """
+    return 4 * 2.0**-11 + 6 * dimensions * 2.0**-24
+
+
+def _exact_nearest(cursor, where: str, params: dict, dimensions: int) -> list[tuple[int, float]]:
+    """The ``limit`` nearest of the owner's vectors, exactly as a scan of the
+    float32 vectors orders and scores them.
+
+    The owner's vectors are compared at half precision first: the covering
+    index memory_active_embeddings (memories 0020) holds each active one as
+    ``embedding_half`` (unit length, 2 bytes a value), so an index-only scan
+    reads the owner's entries, which lie together, at half the bytes the
+    float32 copy took. The ``EXACT_SCAN_SHORTLIST`` nearest are kept as they
+    come (a top-N sort, each distance computed once in a subquery the planner
+    cannot flatten, nor order through the graph), then scored from their
+    float32 vectors. Half precision moves a distance by at most
+    ``half_precision_error``: when the shortlist's last half-precision
+    distance lies further than that beyond the ``limit``-th exact one, no
+    vector left out can be nearer, and the answer is the full scan's. When it
+    does not (a cluster of vectors tighter than that, or many ties), the
+    float32 vectors are scanned (tests/retrieval/test_exact_scan.py).
+    """
+    limit = params["limit"]
+    shortlist = max(EXACT_SCAN_SHORTLIST, 2 * limit)
+    cursor.execute(
+        f"""
+        WITH shortlist AS MATERIALIZED (
+            SELECT id, distance
+            FROM (
+                SELECT m.id,
+                       m.{EMBEDDING_HALF} <=> l2_normalize(%(embedding)s::vector)::halfvec
+                           AS distance
+                FROM {MEMORY_TABLE} m
+                WHERE {where} AND m.embedding IS NOT NULL
+                OFFSET 0
+            ) owned
+            ORDER BY distance, id
+            LIMIT %(shortlist)s
+        )
+        SELECT s.id, s.distance, m.embedding <=> %(embedding)s::vector
+        FROM shortlist s JOIN {MEMORY_TABLE} m ON m.id = s.id
+        """,
+        {**params, "shortlist": shortlist},
+    )
+    rows = cursor.fetchall()
+    if any(math.isnan(half) or math.isnan(distance) for _, half, distance in rows):
+        # A zero vector has no direction: the float32 scan orders it as it always did.
+        return _exact_nearest_float(cursor, where, params)
+    scored = sorted((distance, memory_id) for memory_id, _, distance in rows)
+    if len(rows) == shortlist:
+        farthest_half = max(half for _, half, _ in rows)
+        if farthest_half <= scored[limit - 1][0] + half_precision_error(dimensions):
+            return _exact_nearest_float(cursor, where, params)
+    return [(memory_id, 1 - distance) for distance, memory_id in scored[:limit]]
+
+
+def _exact_nearest_float(cursor, where: str, params: dict) -> list[tuple[int, float]]:
+    # Every one of the owner's float32 vectors compared, read from the rows.
     cursor.execute(
         f"""
         SELECT id, 1 - distance
