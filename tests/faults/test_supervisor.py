@@ -111,7 +111,21 @@ def test_it_stops_a_postgres_restarted_underneath_it(start_service):
         "a new postmaster",
     )
     assert after
-    assert remember(service, "Written after the restart.")["status"] == "active"
+
+    def written():
+        # The new postmaster writes its pid file before it accepts connections:
+        # until then the service answers 503, as it should.
+        response = api(service).post(
+            service.base + "/v1/memories",
+            json={"content": "Written after the restart.", "type": "semantic", "mode": "remember"},
+            timeout=HTTP_TIMEOUT,
+        )
+        if response.status_code == 503:
+            return None
+        assert response.status_code == 201, response.text
+        return response.json()
+
+    assert wait_for(written, START_TIMEOUT, "a write after the restart")["status"] == "active"
     assert_stops_leaving_nothing(service)
 
 
