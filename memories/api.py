@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db.models import prefetch_related_objects
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ParseError
@@ -218,7 +219,9 @@ def list_memories(
         memories = memories.matching(q)
     if cursor:
         memories = memories.before(*decode_cursor(cursor))
-    rows = list(memories.order_by("-created_at", "-id")[: limit + 1])
+    rows = list(
+        memories.select_related("retrieval_stamp").order_by("-created_at", "-id")[: limit + 1]
+    )
     next_cursor = encode_cursor(rows[limit - 1]) if len(rows) > limit else None
     return rows[:limit], next_cursor
 
@@ -236,6 +239,7 @@ def event_to_dict(event: MemoryEvent) -> dict[str, Any]:
 
 def chain_to_dict(owner, memory: Memory) -> dict[str, Any]:
     versions = [v for v in Memory.objects.chain(memory) if v.owner_id == owner.pk]
+    prefetch_related_objects(versions, "retrieval_stamp")
     events: dict[int, list[dict]] = defaultdict(list)
     for event in (
         MemoryEvent.objects.filter(owner=owner, memory__in=versions)

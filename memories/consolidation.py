@@ -246,7 +246,7 @@ def _stale_episodic(owner, now: datetime) -> Iterable[Memory]:
     return (
         _scope(owner)
         .filter(type=MemoryType.EPISODIC)
-        .annotate(idle_since=Coalesce("last_retrieved_at", "created_at"))
+        .annotate(idle_since=Coalesce("retrieval_stamp__last_retrieved_at", "created_at"))
         .filter(idle_since__lt=now - EPISODIC_IDLE_LIMIT)
         .order_by("pk")
     )

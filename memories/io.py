@@ -37,6 +37,7 @@ from memories.models import (
     InvalidMemory,
     Memory,
     MemoryEvent,
+    RetrievalStamp,
     TooLong,
     check_content,
     check_entities,
@@ -505,13 +506,17 @@ def _insert(
                         json.dumps(fields["metadata"]),
                         fields["created_at"],
                         fields["last_confirmed_at"],
-                        fields["last_retrieved_at"],
                         pk_of_key[item.successor_key] if item.depth else None,
                     )
                 )
                 if written % BATCH_SIZE == 0:
                     on_batch(BATCH_SIZE)
             on_batch(len(in_order) % BATCH_SIZE)
+
+        with cursor.cursor.copy(_copy_sql(RetrievalStamp, STAMP_COLUMNS)) as copy:
+            for item in good:
+                if item.fields["last_retrieved_at"] is not None:
+                    copy.write_row((pk_of[item.line], owner.pk, item.fields["last_retrieved_at"]))
 
         with cursor.cursor.copy(_copy_sql(MemoryEvent, EVENT_COLUMNS)) as copy:
             for item in good:
@@ -547,9 +552,9 @@ MEMORY_COLUMNS = (
     "metadata",
     "created_at",
     "last_confirmed_at",
-    "last_retrieved_at",
     "superseded_by",
 )
+STAMP_COLUMNS = ("memory", "owner", "last_retrieved_at")
 EVENT_COLUMNS = ("memory", "owner", "action", "via", "reason", "data", "at")
 
 
@@ -584,6 +589,7 @@ def export_lines(owner) -> Iterator[str]:
     memories = (
         Memory.objects.for_owner(owner)
         .defer("tsv")  # derived from content; import recomputes it
+        .select_related("retrieval_stamp")
         .order_by("id")
         .iterator(chunk_size=BATCH_SIZE)
     )

@@ -406,7 +406,7 @@ class Memory(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     # Moves only on explicit promotion or re-confirmation, never on retrieval.
     last_confirmed_at = models.DateTimeField(null=True, blank=True)
-    last_retrieved_at = models.DateTimeField(null=True, blank=True)
+    # When recall last packed it: RetrievalStamp, read as last_retrieved_at.
     # This version's lifetime as an active memory: from its confirmation (or
     # creation, when written active) until it was superseded or archived. Kept
     # by a trigger (migration 0006) whatever writes; a proposal that was never
@@ -482,6 +482,16 @@ class Memory(models.Model):
     @property
     def entities(self) -> list[str]:
         return list(self.entity_refs)
+
+    @property
+    def last_retrieved_at(self) -> datetime | None:
+        """When recall last put this memory into a block (its ``RetrievalStamp``),
+        or None. A list that shows it loads the stamps with
+        ``select_related("retrieval_stamp")``; otherwise each memory reads its own."""
+        try:
+            return self.retrieval_stamp.last_retrieved_at
+        except RetrievalStamp.DoesNotExist:
+            return None
 
     @property
     def confirmed_or_created_at(self) -> datetime:
@@ -1221,6 +1231,39 @@ def _after_write(memory_id: int) -> None:
     from memories import signals
 
     signals.memory_written.send(sender=Memory, memory_id=memory_id)
+
+
+class RetrievalStamp(models.Model):
+    """When recall last put a memory into a block (``Memory.last_retrieved_at``):
+    the archival rule for episodic memories reads it (memories/consolidation.py).
+
+    Kept in a narrow table of its own rather than on the memory's row. A stamp
+    written to the row rewrote it whole: a new entry in each of its ten indexes
+    (an insert into the HNSW graph among them: one recall's 14 stamps took
+    76 ms at the median at 1M memories), and its page lost its all-visible bit, so the vector leg's
+    index-only scan went back to the table for every row on it until the next
+    vacuum (docs/benchmarks.md, "Recall's stamps, kept apart").
+    """
+
+    memory = models.OneToOneField(
+        Memory, models.PROTECT, primary_key=True, related_name="retrieval_stamp"
+    )
+    # The memory's owner again: every table is keyed by owner (docs/scaling.md).
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT, related_name="+")
+    last_retrieved_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"memory {self.memory_id} retrieved {self.last_retrieved_at:%Y-%m-%d %H:%M}"
+
+    @classmethod
+    def attach(cls, memory: Memory, last_retrieved_at: datetime | None) -> None:
+        """Set ``memory.last_retrieved_at`` as read from the database (or just
+        written) without another query: None is "never retrieved"."""
+        stamp = None
+        if last_retrieved_at is not None:
+            stamp = cls(memory_id=memory.pk, owner_id=memory.owner_id)
+            stamp.last_retrieved_at = last_retrieved_at
+        Memory.retrieval_stamp.related.set_cached_value(memory, stamp)
 
 
 class MemoryEventQuerySet(models.QuerySet):

@@ -20,10 +20,11 @@ import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models.base import ModelState
 
-from memories.models import EMBEDDING_HALF, Memory
+from memories.models import EMBEDDING_HALF, Memory, RetrievalStamp
 from retrieval.replay import ALIVE_SQL
 
 MEMORY_TABLE = Memory._meta.db_table
+STAMP_TABLE = RetrievalStamp._meta.db_table
 # Every column a candidate carries: all but the vector (read apart, as bytes)
 # and its half-precision copy, the text-search vector and the metadata (nothing
 # after the legs reads them; like any deferred field, they are loaded if
@@ -63,8 +64,10 @@ def load_candidates(
     if not ids:
         return {}, {}
     vector_column = ", vector_send(m.embedding)" if vectors else ""
+    # The stamp, which says whether recall must stamp the memory again.
     sql = (
-        f"SELECT {_SELECT}{vector_column} FROM {MEMORY_TABLE} m "
+        f"SELECT {_SELECT}, s.last_retrieved_at{vector_column} FROM {MEMORY_TABLE} m "
+        f"LEFT JOIN {STAMP_TABLE} s ON s.memory_id = m.id "
         f"WHERE {ALIVE_SQL if replaying else _ACTIVE_SQL} AND m.id = ANY(%(ids)s)"
     )
     database = connections[DEFAULT_DB_ALIAS]
@@ -90,6 +93,8 @@ def load_candidates(
             if values[index] is not None:
                 values[index] = values[index].astimezone(zone)
         memory = _instance(values, database.alias)
+        stamped = row[len(_FIELDS)]
+        RetrievalStamp.attach(memory, None if stamped is None else stamped.astimezone(zone))
         memories[memory.pk] = memory
         if vectors and row[-1] is not None:
             found[memory.pk] = np.frombuffer(

@@ -210,7 +210,6 @@ ENTITY_MAX_CHARS = 64
 # Threads that run legs; shared by concurrent recalls in one process.
 LEG_WORKERS = 8
 
-# last_retrieved_at is re-stamped at most this often: each stamp rewrites the
-# row and all its index entries, and the archival rule that reads it counts in
-# months (see retrieval/recall.py).
+# last_retrieved_at is re-stamped at most this often: the archival rule that
+# reads it counts in months (see retrieval/recall.py).
 STAMP_GRANULARITY = timedelta(hours=1)

@@ -141,7 +141,11 @@ def freshness_pipeline(
     reports = {"bm25": bm25_report}
     owned = Memory.objects.for_owner(owner_id)
     rows = owned.active_at(as_of) if replaying else owned.active()
-    memories = rows.defer("tsv").in_bulk([memory_id for memory_id, _ in scores])
+    memories = (
+        rows.defer("tsv")
+        .select_related("retrieval_stamp")
+        .in_bulk([memory_id for memory_id, _ in scores])
+    )
     candidates = [
         Candidate(memory=memories[memory_id], bm25=score)
         for memory_id, score in scores

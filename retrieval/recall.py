@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
-from memories.models import Memory, MemoryType
+from memories.models import Memory, MemoryType, RetrievalStamp
 from retrieval.candidates import load_candidates
 from retrieval.constants import (
     LEG_LIMIT,
@@ -33,6 +34,8 @@ from timothy.concurrency import ThreadPool, must_run_inline
 logger = logging.getLogger(__name__)
 
 FAILED = ("failed", "timeout")
+MEMORY_TABLE = Memory._meta.db_table
+STAMP_TABLE = RetrievalStamp._meta.db_table
 
 
 def recall(
@@ -214,12 +217,13 @@ def _raise_if_nothing_searched(reports: dict[str, LegReport]) -> None:
 def _mark_retrieved(owner_id: int, packed: Sequence[ScoredMemory]) -> None:
     """Stamp ``last_retrieved_at`` on what went into the block: retrieval is not confirmation.
 
-    A memory stamped less than ``STAMP_GRANULARITY`` ago keeps its stamp: every
-    rewritten row costs an entry in each index (the HNSW one included), and
-    the one rule that reads the stamp (archive episodic memories unretrieved
-    for 180 days) needs nothing finer. The write happens after the answer, on
-    a background thread, so it never slows a turn; inside a transaction (or
-    with ``STAMP_IN_BACKGROUND`` off, as under test) it happens at once, on the
+    A memory stamped less than ``STAMP_GRANULARITY`` ago keeps its stamp: the
+    one rule that reads it (archive episodic memories unretrieved for 180
+    days) needs nothing finer. The stamps live in their own table
+    (``RetrievalStamp``), so writing one leaves the memory's row and its
+    indexes alone. The write happens after the answer, on a background thread,
+    so it never slows a turn; inside a transaction (or with
+    ``STAMP_IN_BACKGROUND`` off, as under test) it happens at once, on the
     caller's connection.
     """
     now = timezone.now()
@@ -233,7 +237,7 @@ def _mark_retrieved(owner_id: int, packed: Sequence[ScoredMemory]) -> None:
         return
     ids = [memory.pk for memory in due]
     for memory in due:
-        memory.last_retrieved_at = now
+        RetrievalStamp.attach(memory, now)
     if must_run_inline() or not settings.STAMP_IN_BACKGROUND:
         _stamp(owner_id, ids, now)
     else:
@@ -241,8 +245,20 @@ def _mark_retrieved(owner_id: int, packed: Sequence[ScoredMemory]) -> None:
 
 
 def _stamp(owner_id: int, ids: list[int], now: datetime) -> None:
-    # One UPDATE; only last_retrieved_at moves.
-    Memory.objects.for_owner(owner_id).filter(pk__in=ids).update(last_retrieved_at=now)
+    """One statement: a stamp for each of the owner's memories among ``ids``,
+    never moved back (a slower thread's older stamp loses)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {STAMP_TABLE} (memory_id, owner_id, last_retrieved_at)
+            SELECT m.id, m.owner_id, %(now)s FROM {MEMORY_TABLE} m
+            WHERE m.owner_id = %(owner_id)s AND m.id = ANY(%(ids)s)
+            ORDER BY m.id
+            ON CONFLICT (memory_id) DO UPDATE SET last_retrieved_at = EXCLUDED.last_retrieved_at
+            WHERE {STAMP_TABLE}.last_retrieved_at < EXCLUDED.last_retrieved_at
+            """,
+            {"now": now, "owner_id": owner_id, "ids": ids},
+        )
 
 
 def _stamp_in_background(owner_id: int, ids: list[int], now: datetime) -> None:

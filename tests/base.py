@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memories.models import Memory
+from memories.models import Memory, RetrievalStamp
 
 
 def make_memory(
@@ -18,9 +18,11 @@ def make_memory(
     created_at: datetime | None = None,
     last_confirmed_at: datetime | None = None,
     embedding: list[float] | None = None,
+    last_retrieved_at: datetime | None = None,
     **extra,
 ) -> Memory:
-    """Create a memory directly in the given state (no events), for test set-up."""
+    """Create a memory directly in the given state (no events), for test set-up;
+    ``last_retrieved_at`` writes its retrieval stamp too."""
     fields = dict(
         owner=owner,
         content=content,
@@ -37,4 +39,29 @@ def make_memory(
         fields["last_confirmed_at"] = last_confirmed_at
     elif status == Memory.Status.ACTIVE:
         fields["last_confirmed_at"] = fields.get("created_at")
-    return Memory.objects.create(**fields)
+    memory = Memory.objects.create(**fields)
+    if last_retrieved_at is not None:
+        stamp(memory, last_retrieved_at)
+    return memory
+
+
+def stamp(memory: Memory, last_retrieved_at: datetime) -> RetrievalStamp:
+    """Record that recall packed ``memory`` at ``last_retrieved_at``, as recall would."""
+    written, _ = RetrievalStamp.objects.update_or_create(
+        memory=memory,
+        defaults={"owner_id": memory.owner_id, "last_retrieved_at": last_retrieved_at},
+    )
+    RetrievalStamp.attach(memory, last_retrieved_at)
+    return written
+
+
+def migrate_to(app: str, name: str | None = None) -> None:
+    """Migrate ``app`` to the migration ``name`` (its latest when None), forwards
+    or backwards, as ``manage.py migrate`` would (for migration tests)."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    target = (app, name) if name else executor.loader.graph.leaf_nodes(app)[0]
+    executor.migrate([target])

@@ -3,8 +3,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from memories.api import list_memories
 from memories.models import Memory
-from tests.base import make_memory
+from tests.base import make_memory, stamp
 
 
 def ids(response) -> list[int]:
@@ -133,3 +134,19 @@ def test_it_filters_as_the_memories_page_does(alice_api, alice, client, params):
     page = client.get("/memories/", {**params, "status": "active"})
     on_page = [memory.pk for memory in page.context["memories"]]
     assert ids(alice_api.get("/v1/memories", params=params)) == on_page
+
+
+def test_it_shows_each_stamp_read_with_the_page(alice_api, alice, django_assert_num_queries):
+    now = timezone.now()
+    stamped = make_memory(alice, "stamped", created_at=now - timedelta(days=1))
+    stamp(stamped, now - timedelta(hours=5))
+    make_memory(alice, "never", created_at=now)
+    listed = alice_api.get("/v1/memories").json()["memories"]
+    assert [(m["content"], m["last_retrieved_at"]) for m in listed] == [
+        ("never", None),
+        ("stamped", (now - timedelta(hours=5)).isoformat()),
+    ]
+    # The stamps come in the page's one query, not one query a memory.
+    rows, _ = list_memories(alice, status="active", limit=10)
+    with django_assert_num_queries(0):
+        assert [row.last_retrieved_at for row in rows] == [None, now - timedelta(hours=5)]

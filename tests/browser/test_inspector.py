@@ -6,7 +6,7 @@ import time_machine
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from memories.models import Memory
+from memories.models import Memory, RetrievalStamp
 from retrieval import constants
 from tests.base import make_memory
 from tests.browser.conftest import LAPTOP, PHONE, log_in, new_page, screenshot
@@ -55,7 +55,7 @@ def test_it_shows_the_fenced_block(page, live_server, owner):
     expect(page.locator("[data-candidate]").first.locator(".bar-row")).to_have_count(4)
     screenshot(page, "inspector")
 
-    assert not Memory.objects.filter(last_retrieved_at__isnull=False).exists()
+    assert not RetrievalStamp.objects.exists()
 
 
 def ask(page, live_server, message: str, pipeline: str = "fusion") -> None:
@@ -162,4 +162,4 @@ def test_it_replays_the_store_as_it_stood(browser, live_server, owner, viewport)
     expect(block).to_contain_text("Ana lives in Porto.")
     expect(block).not_to_contain_text("Braga")
     expect(block).not_to_contain_text("Lisbon")
-    assert not Memory.objects.filter(last_retrieved_at__isnull=False).exists()
+    assert not RetrievalStamp.objects.exists()

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from memories.models import Memory
-from tests.base import make_memory
+from tests.base import make_memory, stamp
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +44,7 @@ def build_history(owner) -> None:
     cat = make_memory(owner, "Alice owns a cat.", confidence=0.6)
     tom = make_memory(owner, "Alice's cat is Tom.", confidence=0.9)
     Memory.merge([cat, tom], "Alice has a cat named Tom.")
-    Memory.objects.filter(content="Alice has a cat named Tom.").update(last_retrieved_at=now)
+    stamp(Memory.objects.get(content="Alice has a cat named Tom."), now)
     proposal = Memory.propose(owner, "Alice drinks coffee.", Memory.Type.PREFERENCE)
     proposal.supersede("Alice drinks decaf coffee.")
 

@@ -5,22 +5,15 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from memories.models import Memory
 from retrieval.index import vector_index_state
+from tests.base import migrate_to
 from tests.retrieval.helpers import vector
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-BEFORE = ("memories", "0019_hnsw_ef_construction_96")
-AFTER = ("memories", "0020_embedding_half")
-
-
-def _migrate(target: tuple[str, str]) -> None:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate([target])
+BEFORE = "0019_hnsw_ef_construction_96"
 
 
 def _covering_index() -> str:
@@ -45,7 +38,7 @@ def test_the_half_precision_copy_migrates_both_ways(alice):
         owner=alice, type="semantic", content="x", status="active", embedding=vector((0, 1.0))
     )
     try:
-        _migrate(BEFORE)
+        migrate_to("memories", BEFORE)
         assert not _has_half_column()
         assert "INCLUDE (id, type, embedding)" in _covering_index()
         with connection.cursor() as cursor:
@@ -55,7 +48,8 @@ def test_the_half_precision_copy_migrates_both_ways(alice):
                 [str([3.0, 4.0] + [0.0] * (len(memory.embedding) - 2)), memory.pk],
             )
     finally:
-        _migrate(AFTER)
+        # Where every later test expects the schema: the latest migration.
+        migrate_to("memories")
     assert _has_half_column()
     assert "INCLUDE (id, type, embedding_half)" in _covering_index()
     assert vector_index_state() == "live"

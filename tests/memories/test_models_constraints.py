@@ -177,7 +177,7 @@ def test_it_refuses_rewriting_a_memory_in_place(alice, bob):
         ["Lyon"],
     )
     # What may change in place still does.
-    rows.update(confidence=0.4, last_retrieved_at=memory.created_at)
+    rows.update(confidence=0.4, last_confirmed_at=memory.created_at)
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from memories.models import Memory
+from memories.models import RetrievalStamp
 from retrieval import constants
 from retrieval.render import BLOCK_CLOSE, BLOCK_OPEN
 from retrieval.tokens import count_tokens
@@ -68,7 +68,7 @@ def test_it_shows_legs_scores_and_the_fenced_block(alice_client, memories):
 @pytest.mark.django_db
 def test_it_never_stamps_recall(alice_client, memories):
     inspect(alice_client, "seats flights birthday Alice")
-    assert not Memory.objects.filter(last_retrieved_at__isnull=False).exists()
+    assert not RetrievalStamp.objects.exists()
 
 
 @pytest.mark.django_db

@@ -15,6 +15,7 @@ from django.utils import timezone
 from memories.models import Memory
 from retrieval.candidates import DEFERRED, load_candidates
 from retrieval.fusion import cosine
+from tests.base import stamp
 
 pytestmark = pytest.mark.django_db
 
@@ -64,7 +65,7 @@ def test_it_reads_the_stored_values_exactly_and_only_the_owners(owners):
     assert load_candidates(owner.pk, ids, timezone.now(), vectors=False)[1] == {}
 
 
-def test_it_builds_the_rows_the_orm_builds(owners):
+def test_it_builds_the_rows_the_orm_builds(owners, django_assert_num_queries):
     owner, _ = owners
     now = timezone.now()
     memory = Memory.objects.create(
@@ -79,8 +80,8 @@ def test_it_builds_the_rows_the_orm_builds(owners):
         metadata={"nested": {"a": [1, 2]}, "é": "ü"},
         created_at=now - timedelta(days=3),
         last_confirmed_at=now - timedelta(days=1),
-        last_retrieved_at=now - timedelta(hours=2),
     )
+    stamp(memory, now - timedelta(hours=2))
     loaded = load_candidates(owner.pk, [memory.pk], now)[0][memory.pk]
     expected = Memory.objects.defer("embedding", "tsv").get(pk=memory.pk)
     assert loaded.get_deferred_fields() == set(DEFERRED)
@@ -92,6 +93,15 @@ def test_it_builds_the_rows_the_orm_builds(owners):
         assert got == want, field.attname
         assert type(got) is type(want), field.attname
     assert loaded.created_at.isoformat() == expected.created_at.isoformat()
+    # The stamp comes with the row, in the ORM's zone; one never written reads None.
+    stamped_at = expected.last_retrieved_at
+    with django_assert_num_queries(0):
+        assert loaded.last_retrieved_at == stamped_at == now - timedelta(hours=2)
+        assert loaded.last_retrieved_at.tzinfo == stamped_at.tzinfo
+    unstamped = Memory.objects.create(owner=owner, type="semantic", content="b", status="active")
+    found = load_candidates(owner.pk, [unstamped.pk], timezone.now())[0]
+    with django_assert_num_queries(0):
+        assert found[unstamped.pk].last_retrieved_at is None
     # Deferred, not missing: read on first use, like the ORM's deferred fields.
     assert loaded.owner == owner
     assert loaded.embedding is None

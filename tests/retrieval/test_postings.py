@@ -139,7 +139,7 @@ def test_it_leaves_postings_alone_on_updates_of_other_columns(alice):
             return set(cursor.fetchall())
 
     before = versions()
-    Memory.objects.filter(owner=alice).update(last_retrieved_at=timezone.now(), confidence=0.3)
+    Memory.objects.filter(owner=alice).update(confidence=0.3)
     Memory.objects.filter(owner=alice).update(status=Memory.Status.ACTIVE)
 
     assert versions() == before  # not even rewritten with the same values

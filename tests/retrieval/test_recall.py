@@ -3,9 +3,10 @@ import math
 from datetime import datetime, timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
-from memories.models import Memory
+from memories.models import Memory, RetrievalStamp
 from retrieval import legs
 from retrieval import recall as recall_module
 from retrieval.recall import recall
@@ -73,6 +74,37 @@ def test_it_stamps_only_what_went_into_the_block(alice):
     assert rows[packed.pk].last_confirmed_at == confirmed_at
     assert rows[too_big.pk].last_retrieved_at is None
     assert rows[unrelated.pk].last_retrieved_at is None
+
+
+def _row_version(memory) -> str:
+    # The transaction that wrote the row's current version: any UPDATE moves it.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT xmin::text FROM memories_memory WHERE id = %s", [memory.pk])
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db
+def test_a_stamp_leaves_the_memory_row_alone(alice):
+    memory = make_memory(alice, "Chess club.")
+    before = _row_version(memory)
+    recall(alice, "chess")
+    stamp = RetrievalStamp.objects.get(memory=memory)
+    assert (stamp.owner_id, stamp.last_retrieved_at is not None) == (alice.pk, True)
+    # Neither the row nor its index entries were written again.
+    assert _row_version(memory) == before
+
+
+@pytest.mark.django_db
+def test_a_stamp_never_moves_back_nor_lands_on_another_owner(alice, bob):
+    now = timezone.now()
+    memory = make_memory(alice, "Chess club.", last_retrieved_at=now)
+    recall_module._stamp(alice.pk, [memory.pk], now - timedelta(hours=3))
+    assert RetrievalStamp.objects.get(memory=memory).last_retrieved_at == now
+    recall_module._stamp(alice.pk, [memory.pk], now + timedelta(hours=3))
+    assert RetrievalStamp.objects.get(memory=memory).last_retrieved_at == now + timedelta(hours=3)
+    theirs = make_memory(alice, "Chess cafe.")
+    recall_module._stamp(bob.pk, [theirs.pk], now)
+    assert not RetrievalStamp.objects.filter(memory=theirs).exists()
 
 
 @pytest.mark.django_db

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from memories.models import Memory
+from memories.models import Memory, RetrievalStamp
 from retrieval.legs import LegRequest, entity_leg, text_leg
 from retrieval.recall import recall
 from retrieval.replay import needs_replay
@@ -88,9 +88,9 @@ def test_it_replays_the_freshness_pipeline_too(alice, history):
 def test_a_replay_stamps_nothing(alice, history):
     at = history["at"]
     recall(alice, QUERY, as_of=at[10] + timedelta(hours=1))
-    assert not Memory.objects.filter(owner=alice, last_retrieved_at__isnull=False).exists()
+    assert not RetrievalStamp.objects.filter(owner=alice).exists()
     recall(alice, QUERY)
-    stamped = Memory.objects.filter(owner=alice, last_retrieved_at__isnull=False)
+    stamped = Memory.objects.filter(owner=alice, retrieval_stamp__isnull=False)
     assert {memory.content for memory in stamped} >= {"Ana lives in Braga."}
 
 
