@@ -1238,11 +1238,12 @@ class RetrievalStamp(models.Model):
     the archival rule for episodic memories reads it (memories/consolidation.py).
 
     Kept in a narrow table of its own rather than on the memory's row. A stamp
-    written to the row rewrote it whole: a new entry in each of its ten indexes
-    (an insert into the HNSW graph among them: one recall's 14 stamps took
-    76 ms at the median at 1M memories), and its page lost its all-visible bit, so the vector leg's
-    index-only scan went back to the table for every row on it until the next
-    vacuum (docs/benchmarks.md, "Recall's stamps, kept apart").
+    written to the row rewrote it whole: a new entry in each of its ten
+    indexes (an insert into the HNSW graph among them: one recall's 14 stamps
+    took 76 ms at the median at 1M memories), and its page lost its
+    all-visible bit, so the vector leg's index-only scan went back to the
+    table for every row on it until the next vacuum (docs/benchmarks.md,
+    "Recall's stamps, kept apart").
     """
 
     memory = models.OneToOneField(

@@ -65,3 +65,16 @@ def migrate_to(app: str, name: str | None = None) -> None:
     executor.loader.build_graph()
     target = (app, name) if name else executor.loader.graph.leaf_nodes(app)[0]
     executor.migrate([target])
+
+
+def has_column(table: str, column: str) -> bool:
+    """Whether ``table`` has ``column`` now (a dropped one does not count)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass "
+            "AND attname = %s AND NOT attisdropped",
+            [table, column],
+        )
+        return cursor.fetchone()[0] == 1

@@ -8,7 +8,7 @@ from django.db import connection
 
 from memories.models import Memory
 from retrieval.index import vector_index_state
-from tests.base import migrate_to
+from tests.base import has_column, migrate_to
 from tests.retrieval.helpers import vector
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,22 +24,13 @@ def _covering_index() -> str:
         return cursor.fetchone()[0]
 
 
-def _has_half_column() -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_attribute WHERE attrelid = 'memories_memory'::regclass "
-            "AND attname = 'embedding_half' AND NOT attisdropped"
-        )
-        return cursor.fetchone()[0] == 1
-
-
 def test_the_half_precision_copy_migrates_both_ways(alice):
     memory = Memory.objects.create(
         owner=alice, type="semantic", content="x", status="active", embedding=vector((0, 1.0))
     )
     try:
         migrate_to("memories", BEFORE)
-        assert not _has_half_column()
+        assert not has_column("memories_memory", "embedding_half")
         assert "INCLUDE (id, type, embedding)" in _covering_index()
         with connection.cursor() as cursor:
             # A vector written while the copy did not exist.
@@ -50,7 +41,7 @@ def test_the_half_precision_copy_migrates_both_ways(alice):
     finally:
         # Where every later test expects the schema: the latest migration.
         migrate_to("memories")
-    assert _has_half_column()
+    assert has_column("memories_memory", "embedding_half")
     assert "INCLUDE (id, type, embedding_half)" in _covering_index()
     assert vector_index_state() == "live"
     with connection.cursor() as cursor:

@@ -10,7 +10,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memories.models import Memory, RetrievalStamp
-from tests.base import make_memory, migrate_to
+from tests.base import has_column, make_memory, migrate_to
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,15 +23,6 @@ def _column_stamps() -> dict[int, object]:
         return dict(cursor.fetchall())
 
 
-def _has_stamp_column() -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_attribute WHERE attrelid = 'memories_memory'::regclass "
-            "AND attname = 'last_retrieved_at' AND NOT attisdropped"
-        )
-        return cursor.fetchone()[0] == 1
-
-
 def test_the_stamps_migrate_both_ways(alice, bob):
     then = timezone.now() - timedelta(days=3)
     stamped = make_memory(alice, "Alice climbs on Tuesdays.", last_retrieved_at=then)
@@ -39,7 +30,7 @@ def test_the_stamps_migrate_both_ways(alice, bob):
     later = make_memory(bob, "Bob sails.")
     try:
         migrate_to("memories", BEFORE)
-        assert _has_stamp_column()
+        assert has_column("memories_memory", "last_retrieved_at")
         assert _column_stamps() == {stamped.pk: then, never.pk: None, later.pk: None}
         with connection.cursor() as cursor:
             # A stamp written on the row, as recall wrote them before 0021.
@@ -50,7 +41,7 @@ def test_the_stamps_migrate_both_ways(alice, bob):
     finally:
         # Where every later test expects the schema: the latest migration.
         migrate_to("memories")
-    assert not _has_stamp_column()
+    assert not has_column("memories_memory", "last_retrieved_at")
     stamps = {s.memory_id: (s.owner_id, s.last_retrieved_at) for s in RetrievalStamp.objects.all()}
     assert stamps == {stamped.pk: (alice.pk, then), later.pk: (bob.pk, then + timedelta(days=1))}
     memories = Memory.objects.select_related("retrieval_stamp").in_bulk()
