@@ -19,6 +19,7 @@ from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.contrib.postgres.search import SearchQuery, SearchVector, SearchVectorField
 from django.db import connection, models, transaction
 from django.db.models import F, Func, Q
+from django.db.models.base import ModelState
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -1262,8 +1263,16 @@ class RetrievalStamp(models.Model):
         written) without another query: None is "never retrieved"."""
         stamp = None
         if last_retrieved_at is not None:
-            stamp = cls(memory_id=memory.pk, owner_id=memory.owner_id)
-            stamp.last_retrieved_at = last_retrieved_at
+            # Built as a loaded row is (no __init__, ~6 µs a candidate otherwise).
+            stamp = cls.__new__(cls)
+            stamp.__dict__.update(
+                memory_id=memory.pk,
+                owner_id=memory.owner_id,
+                last_retrieved_at=last_retrieved_at,
+                _state=ModelState(),
+            )
+            stamp._state.adding = False
+            stamp._state.db = memory._state.db
         Memory.retrieval_stamp.related.set_cached_value(memory, stamp)
 
 

@@ -64,10 +64,11 @@ def load_candidates(
     if not ids:
         return {}, {}
     vector_column = ", vector_send(m.embedding)" if vectors else ""
-    # The stamp, which says whether recall must stamp the memory again.
+    # The stamp, which says whether recall must stamp the memory again: one
+    # probe of its key a row (a join let the planner scan every stamp).
+    stamp = f"(SELECT s.last_retrieved_at FROM {STAMP_TABLE} s WHERE s.memory_id = m.id)"
     sql = (
-        f"SELECT {_SELECT}, s.last_retrieved_at{vector_column} FROM {MEMORY_TABLE} m "
-        f"LEFT JOIN {STAMP_TABLE} s ON s.memory_id = m.id "
+        f"SELECT {_SELECT}, {stamp}{vector_column} FROM {MEMORY_TABLE} m "
         f"WHERE {ALIVE_SQL if replaying else _ACTIVE_SQL} AND m.id = ANY(%(ids)s)"
     )
     database = connections[DEFAULT_DB_ALIAS]

@@ -70,10 +70,12 @@ REQUEST_TIMEOUT = 60
 STOP_SECONDS = 30
 TYPES = ("semantic", "preference", "episodic", "reflection")
 STAGES = ("embed", "legs", "fuse", "pack", "recall")
-# What one owner's memories occupy: the rows, the retrieval index, the events.
+# What one owner's memories occupy: the rows, the retrieval index, the events,
+# recall's stamps.
 SIZED_TABLES = (
     "memories_memory",
     "memories_memoryevent",
+    "memories_retrievalstamp",
     "retrieval_posting",
     "retrieval_ownerentity",
     "retrieval_ownercorpuschange",
