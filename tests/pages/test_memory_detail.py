@@ -352,3 +352,17 @@ def alice_token_memory(alice):
         via="api",
     )
     return memory, token
+
+
+@pytest.mark.django_db
+def test_it_shows_when_recall_last_packed_it(alice_client, alice):
+    stamped_at = timezone.now() - timedelta(hours=3)
+    recalled = make_memory(alice, "Alice rows on Sundays.", last_retrieved_at=stamped_at)
+    never = make_memory(alice, "Alice keeps bees.")
+    body = alice_client.get(reverse("memory-detail", args=[recalled.pk])).content.decode()
+    assert (
+        f'<dt>Last recalled</dt><dd><span class="when"><time datetime="{stamped_at.isoformat()}"'
+        in body
+    )
+    body = alice_client.get(reverse("memory-detail", args=[never.pk])).content.decode()
+    assert '<dt>Last recalled</dt><dd><span class="muted">never</span>' in body
