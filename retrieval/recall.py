@@ -9,10 +9,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
-from memories.models import Memory, MemoryType, RetrievalStamp
+from memories.models import MemoryType, RetrievalStamp
 from retrieval.candidates import load_candidates
 from retrieval.constants import (
     LEG_LIMIT,
@@ -34,8 +33,6 @@ from timothy.concurrency import ThreadPool, must_run_inline
 logger = logging.getLogger(__name__)
 
 FAILED = ("failed", "timeout")
-MEMORY_TABLE = Memory._meta.db_table
-STAMP_TABLE = RetrievalStamp._meta.db_table
 
 
 def recall(
@@ -245,20 +242,7 @@ def _mark_retrieved(owner_id: int, packed: Sequence[ScoredMemory]) -> None:
 
 
 def _stamp(owner_id: int, ids: list[int], now: datetime) -> None:
-    """One statement: a stamp for each of the owner's memories among ``ids``,
-    never moved back (a slower thread's older stamp loses)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {STAMP_TABLE} (memory_id, owner_id, last_retrieved_at)
-            SELECT m.id, m.owner_id, %(now)s FROM {MEMORY_TABLE} m
-            WHERE m.owner_id = %(owner_id)s AND m.id = ANY(%(ids)s)
-            ORDER BY m.id
-            ON CONFLICT (memory_id) DO UPDATE SET last_retrieved_at = EXCLUDED.last_retrieved_at
-            WHERE {STAMP_TABLE}.last_retrieved_at < EXCLUDED.last_retrieved_at
-            """,
-            {"now": now, "owner_id": owner_id, "ids": ids},
-        )
+    RetrievalStamp.record(owner_id, ids, now)
 
 
 def _stamp_in_background(owner_id: int, ids: list[int], now: datetime) -> None:
