@@ -49,6 +49,7 @@ from timothy.concurrency import (
     hnsw_search,
     local_settings,
     must_run_inline,
+    set_for_session,
 )
 
 logger = logging.getLogger(__name__)
@@ -453,8 +454,14 @@ def _exact_nearest_float(cursor, where: str, params: dict) -> list[tuple[int, fl
 def _approximate_nearest(
     cursor, where: str, params: dict, dimensions: int
 ) -> list[tuple[int, float]]:
-    # Keep walking the graph until LIMIT rows pass the owner/status filter.
-    with local_settings(cursor, hnsw_search(HNSW_EF_SEARCH, max_scan_tuples=HNSW_MAX_SCAN_TUPLES)):
+    # Keep walking the graph until LIMIT rows pass the owner/status filter. The
+    # settings are local to a transaction: on a pool thread's connection, which
+    # runs its legs in autocommit, one is opened for them (inside the caller's,
+    # this joins it).
+    with (
+        transaction.atomic(savepoint=False),
+        local_settings(cursor, hnsw_search(HNSW_EF_SEARCH, max_scan_tuples=HNSW_MAX_SCAN_TUPLES)),
+    ):
         # The graph finds the candidates at half precision; they are scored and
         # ordered by their exact distance (relaxed_order may also return them
         # slightly out of order).
@@ -487,19 +494,36 @@ LEG_FUNCTIONS: dict[str, LegFunction] = {
 # --- running --------------------------------------------------------------------
 
 
-def run_step(name: str, step: Callable[[object], T], timeout: float) -> tuple[LegReport, T | None]:
-    """Run ``step(cursor)`` on this thread's connection in its own (sub)transaction,
-    cancelled by the database after ``timeout`` seconds; report what happened."""
+def run_step(
+    name: str, step: Callable[[object], T], timeout: float, *, own_connection: bool = False
+) -> tuple[LegReport, T | None]:
+    """Run ``step(cursor)`` on this thread's connection, cancelled by the
+    database after ``timeout`` seconds; report what happened.
+
+    ``own_connection``: the connection belongs to a thread of the legs' pool,
+    which runs nothing else, so the timeout is set on its session once
+    (``set_for_session``) and the step runs in autocommit. Elsewhere (a
+    request's connection, the caller's transaction) the step gets a
+    (sub)transaction of its own and the timeout lasts as long as it.
+    """
     started = time.perf_counter()
     report = LegReport(name=name, status="ok")
     result: T | None = None
+    timeout_ms = str(max(1, int(timeout * 1000)))
     # Inside the caller's transaction the timeout must be put back afterwards;
     # on a thread's own connection the step's transaction ends with it.
     inline = must_run_inline()
     try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            timeout_ms = str(max(1, int(timeout * 1000)))
-            with local_settings(cursor, {"statement_timeout": timeout_ms}, restore=inline):
+        if own_connection and not inline:
+            with connection.cursor() as cursor:
+                set_for_session(cursor, "statement_timeout", timeout_ms)
+                result = step(cursor)
+        else:
+            with (
+                transaction.atomic(),
+                connection.cursor() as cursor,
+                local_settings(cursor, {"statement_timeout": timeout_ms}, restore=inline),
+            ):
                 result = step(cursor)
     except LegSkipped as skipped:
         report.status = "skipped"
@@ -521,10 +545,14 @@ def run_step(name: str, step: Callable[[object], T], timeout: float) -> tuple[Le
     return report, result
 
 
-def run_leg(name: str, request: LegRequest) -> LegReport:
-    """Run one leg of ``LEG_FUNCTIONS`` on this thread's connection."""
+def run_leg(name: str, request: LegRequest, own_connection: bool = False) -> LegReport:
+    """Run one leg of ``LEG_FUNCTIONS`` on this thread's connection
+    (``own_connection``: as ``run_step``)."""
     report, found = run_step(
-        name, lambda cursor: LEG_FUNCTIONS[name](cursor, request), request.timeout
+        name,
+        lambda cursor: LEG_FUNCTIONS[name](cursor, request),
+        request.timeout,
+        own_connection=own_connection,
     )
     if report.status == "ok":
         pairs = [
@@ -555,7 +583,7 @@ def run_legs(names: Sequence[str], request: LegRequest, *, deadline: float) -> d
     """
     if must_run_inline():
         return _run_legs_inline(names, request, deadline)
-    futures = {name: _pool.submit(run_leg, name, request) for name in names}
+    futures = {name: _pool.submit(run_leg, name, request, True) for name in names}
     wait_for = max(0.0, min(request.timeout + WAIT_GRACE_SECONDS, deadline - time.monotonic()))
     reports, late = gather(futures, wait_for)
     for name in late:

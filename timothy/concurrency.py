@@ -14,6 +14,10 @@ consolidation merges batches side by side. They share these rules:
   by then is given up, never waited for.
 - Run-time parameters (HNSW's search width, a statement timeout) are set for
   one transaction by ``set_local`` or ``local_settings``, never with a bare SET.
+  The one exception is a long-lived pool's thread, whose connection runs
+  nothing but that pool's work: ``set_for_session`` sets a parameter there once
+  for the connection's life, sparing each piece of work a transaction of its
+  own (BEGIN, the setting, COMMIT: three round trips).
 """
 
 from __future__ import annotations
@@ -135,7 +139,8 @@ def local_settings(cursor, values: Mapping[str, str], *, restore: bool = True) -
     On a thread of its own the transaction ends with the work anyway
     (``restore=False`` spares the round trips); inline (inside the caller's
     transaction) the old values must come back. On an error the savepoint's
-    rollback restores them by itself.
+    rollback restores them by itself. Outside a transaction a local setting
+    lasts one statement: the caller opens one around the block.
     """
     if not restore:
         set_local(cursor, values)
@@ -159,6 +164,29 @@ def local_settings(cursor, values: Mapping[str, str], *, restore: bool = True) -
         cursor,
         {name: old for name, old in zip(names, previous, strict=True) if old is not None},
     )
+
+
+def set_for_session(cursor, name: str, value: str) -> None:
+    """Set a run-time parameter for the rest of this connection's session, unless
+    it already holds ``value``: one round trip the first time, none after.
+
+    Only for a connection that belongs to a long-lived pool's thread, which runs
+    nothing but that pool's work (recall's legs): on any other connection the
+    setting would outlive the work and reach whatever runs there next. What was
+    set is remembered with the connection that got it, so a connection opened
+    again (a restart, ``CONN_MAX_AGE``) is set again.
+    """
+    database = cursor.db
+    if database.in_atomic_block:
+        # A rollback would undo the setting behind the memory of it.
+        raise RuntimeError("set_for_session() outside a transaction only")
+    held = getattr(database, "_session_settings", None)
+    if held is None or held[0] is not database.connection:
+        held = database._session_settings = (database.connection, {})
+    if held[1].get(name) == value:
+        return
+    cursor.execute("SELECT set_config(%s, %s, false)", [name, value])
+    held[1][name] = value
 
 
 def hnsw_search(ef_search: int, *, max_scan_tuples: int | None = None) -> dict[str, str]:

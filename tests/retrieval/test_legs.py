@@ -449,6 +449,66 @@ def test_it_drops_a_failed_and_a_timed_out_leg_and_keeps_the_rest(alice, monkeyp
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_leg_on_the_pool_runs_in_autocommit_under_its_timeout(alice, monkeypatch):
+    seen: dict[str, tuple] = {}
+
+    def spy(cursor, request):
+        # In autocommit each statement is a transaction of its own: it starts
+        # when the statement does.
+        cursor.execute("SELECT now() = statement_timestamp(), current_setting('statement_timeout')")
+        seen["text"] = cursor.fetchone()
+        return []
+
+    monkeypatch.setitem(legs.LEG_FUNCTIONS, "text", spy)
+    monkeypatch.setitem(legs.LEG_FUNCTIONS, "vector", _sleep)
+    reports = run_legs(
+        ["text", "vector"],
+        request_for(alice, "tennis", timeout=0.4),
+        deadline=time.monotonic() + 10,
+    )
+    assert seen["text"] == (True, "400ms")
+    assert reports["text"].status == "ok"
+    # The database cancelled the sleep at the leg's timeout, before the wait ended.
+    assert reports["vector"].status == "timeout"
+    assert reports["vector"].error == "cancelled after 0.4 s"
+
+
+class _RecordingCursor:
+    """A cursor that notes the graph walk's iterative-scan setting as it runs."""
+
+    def __init__(self, cursor):
+        self.cursor = cursor
+        self.iterative_scan: list[str | None] = []
+
+    def execute(self, sql, params=None):
+        if "WITH nearest AS" in sql:
+            self.cursor.execute("SELECT current_setting('hnsw.iterative_scan', true)")
+            self.iterative_scan.append(self.cursor.fetchone()[0])
+        return self.cursor.execute(sql, params)
+
+    def __getattr__(self, name):
+        return getattr(self.cursor, name)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_graph_walk_keeps_its_settings_on_a_connection_in_autocommit(alice):
+    make_memory(alice, "Tennis with Ann.", embedding=axis(0))
+    request = request_for(alice, query_embedding=tuple(axis(0)))
+    where, params = legs._filters(request)
+    params["embedding"] = legs.vector_text(axis(0))
+    assert not connection.in_atomic_block
+    with connection.cursor() as cursor:
+        recording = _RecordingCursor(cursor)
+        nearest = legs._approximate_nearest(recording, where, params, len(axis(0)))
+        cursor.execute("SELECT current_setting('hnsw.iterative_scan')")
+        after = cursor.fetchone()[0]
+    assert [memory_id for memory_id, _ in nearest] == [Memory.objects.get(owner=alice).pk]
+    assert recording.iterative_scan == ["relaxed_order"]
+    # Set for the walk's own transaction, which has ended.
+    assert after == "off"
+
+
+@pytest.mark.django_db(transaction=True)
 def test_it_stops_waiting_at_the_deadline(alice, monkeypatch):
     monkeypatch.setitem(legs.LEG_FUNCTIONS, "text", _sleep)
     started = time.monotonic()

@@ -9,6 +9,7 @@ from concurrent.futures import Future
 
 import pytest
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from timothy.concurrency import (
     ThreadPool,
@@ -16,6 +17,7 @@ from timothy.concurrency import (
     local_settings,
     map_in_order,
     must_run_inline,
+    set_for_session,
     set_local,
 )
 
@@ -81,3 +83,38 @@ def test_it_sets_run_time_parameters_for_one_transaction_only():
             assert timeout() == "2345ms"
         assert timeout() == "2345ms"
     assert timeout() == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_sets_a_parameter_for_the_session_once_and_again_on_a_new_connection():
+    def timeout() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('statement_timeout')")
+            return cursor.fetchone()[0]
+
+    try:
+        with CaptureQueriesContext(connection) as first, connection.cursor() as cursor:
+            set_for_session(cursor, "statement_timeout", "1500")
+        assert len(first) == 1
+        # It outlives statements and transactions, and is not sent again.
+        with transaction.atomic():
+            assert timeout() == "1500ms"
+        assert timeout() == "1500ms"
+        with CaptureQueriesContext(connection) as again, connection.cursor() as cursor:
+            set_for_session(cursor, "statement_timeout", "1500")
+        assert len(again) == 0
+        # A connection opened again has the server's default: set it again.
+        connection.close()
+        assert timeout() == "0"
+        with connection.cursor() as cursor:
+            set_for_session(cursor, "statement_timeout", "1500")
+        assert timeout() == "1500ms"
+        with (
+            transaction.atomic(),
+            connection.cursor() as cursor,
+            pytest.raises(RuntimeError, match="outside a transaction"),
+        ):
+            set_for_session(cursor, "statement_timeout", "2500")
+        assert timeout() == "1500ms"
+    finally:
+        connection.close()
