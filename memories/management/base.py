@@ -59,10 +59,19 @@ def owner_by_username(username: str):
 
 def positive_int(text: str) -> int:
     """An argparse type: a whole number of at least 1, or a clear usage error."""
+    return _whole_number_at_least(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: a whole number of at least 0, or a clear usage error."""
+    return _whole_number_at_least(text, 0)
+
+
+def _whole_number_at_least(text: str, minimum: int) -> int:
     try:
         number = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{number} is not at least 1")
+    if number < minimum:
+        raise argparse.ArgumentTypeError(f"{number} is not at least {minimum}")
     return number

@@ -25,6 +25,8 @@ def test_it_fills_a_scratch_database_measures_and_drops_it():
         "2",
         "--queries",
         "5",
+        "--warmup",
+        "2",
         "--database",
         SCRATCH,
         stdout=out,
@@ -32,6 +34,7 @@ def test_it_fills_a_scratch_database_measures_and_drops_it():
     text = out.getvalue()
     assert "filled 80 memories for 2 owner(s)" in text
     assert "database test_retrieval_bench_smoke: 80 memories, 2 owners" in text
+    assert "5 queries after 2 warm-up" in text
     lines = {line.split()[0]: line.split()[1:] for line in text.splitlines() if line.strip()}
     for name in ("recall", "vector", "text", "entity"):
         p50, p95, p99 = (float(value) for value in lines[name][:3])
@@ -52,3 +55,20 @@ def test_it_refuses_the_services_own_database():
 
     with pytest.raises(CommandError, match="must not be the service's own"):
         call_command("bench_recall", "--database", connection.settings_dict["NAME"])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--queries", "0", "argument --queries: 0 is not at least 1"),
+        ("--warmup", "-1", "argument --warmup: -1 is not at least 0"),
+        ("--memories", "many", "argument --memories: 'many' is not a whole number"),
+    ],
+)
+def test_it_refuses_counts_it_cannot_run(option, value, message):
+    from django.core.management import CommandError
+
+    with pytest.raises(CommandError, match=message):
+        call_command("bench_recall", option, value, "--database", SCRATCH)
+    assert not database_exists(SCRATCH)

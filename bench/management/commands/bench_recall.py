@@ -25,6 +25,7 @@ from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
 from bench.measure import COPY_COLUMNS, COPY_TYPES, describe_load, load_average, percentile
+from memories.management.base import non_negative_int, positive_int
 from memories.models import Memory
 from retrieval import index as retrieval_index
 from retrieval import legs
@@ -257,9 +258,18 @@ class Command(BaseCommand):
     help = "Fill a scratch database with synthetic memories and measure recall latency."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--memories", type=int, default=10_000, help="memories per owner")
-        parser.add_argument("--owners", type=int, default=1)
-        parser.add_argument("--queries", type=int, default=200)
+        parser.add_argument(
+            "--memories", type=positive_int, default=10_000, help="memories per owner"
+        )
+        parser.add_argument("--owners", type=positive_int, default=1)
+        parser.add_argument("--queries", type=positive_int, default=200, help="timed recalls")
+        parser.add_argument(
+            "--warmup",
+            type=non_negative_int,
+            default=WARMUP_QUERIES,
+            help=f"untimed recalls first (default {WARMUP_QUERIES}); more bring a large "
+            "database's pages into memory after a restart or other work",
+        )
         parser.add_argument("--pipeline", choices=PIPELINES, default="fusion")
         parser.add_argument("--budget", type=int, default=None, help="token budget per recall")
         parser.add_argument("--database", default="timothy_bench", help="scratch database name")
@@ -415,7 +425,8 @@ class Command(BaseCommand):
         User = get_user_model()
         owner_objects = {pk: User(pk=pk, username=name) for pk, name in owners}
         planned = []
-        for _ in range(WARMUP_QUERIES + options["queries"]):
+        warmup = options["warmup"]
+        for _ in range(warmup + options["queries"]):
             owner_id = synthesizer.random.choice(owners)[0]
             topic = self._query_topic(synthesizer, owner_id)
             embedding = synthesizer.embeddings(np.array([topic]), QUERY_NOISE)[0].tolist()
@@ -440,7 +451,7 @@ class Command(BaseCommand):
                 exact_scan_max_rows=options["exact_scan_max"],
             )
             elapsed = (time.perf_counter() - started) * 1000
-            if index < WARMUP_QUERIES:
+            if index < warmup:
                 continue
             totals.append(elapsed)
             for part in SPLIT_PARTS:
@@ -459,7 +470,7 @@ class Command(BaseCommand):
             exact_scan_max = legs.VECTOR_EXACT_SCAN_MAX_ROWS
         self.stdout.write(f"vector leg exact scan up to {exact_scan_max} rows")
         self.stdout.write(
-            f"{len(totals)} queries after {WARMUP_QUERIES} warm-up, "
+            f"{len(totals)} queries after {warmup} warm-up, "
             f"pipeline {options['pipeline']}, "
             f"{statistics.mean(counts):.1f} memories packed on average"
         )
