@@ -61,13 +61,15 @@ def test_it_runs_work_inline_inside_a_transaction():
     assert callers == {threading.get_ident()}
 
 
+def timeout() -> str:
+    """This connection's statement timeout, as PostgreSQL shows it."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('statement_timeout')")
+        return cursor.fetchone()[0]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_it_sets_run_time_parameters_for_one_transaction_only():
-    def timeout() -> str:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT current_setting('statement_timeout')")
-            return cursor.fetchone()[0]
-
     before = timeout()
     with transaction.atomic(), connection.cursor() as cursor:
         set_local(cursor, {"statement_timeout": "1234"})
@@ -87,11 +89,6 @@ def test_it_sets_run_time_parameters_for_one_transaction_only():
 
 @pytest.mark.django_db(transaction=True)
 def test_it_sets_a_parameter_for_the_session_once_and_again_on_a_new_connection():
-    def timeout() -> str:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT current_setting('statement_timeout')")
-            return cursor.fetchone()[0]
-
     try:
         with CaptureQueriesContext(connection) as first, connection.cursor() as cursor:
             set_for_session(cursor, "statement_timeout", "1500")
