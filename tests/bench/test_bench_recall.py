@@ -1,5 +1,6 @@
 from io import StringIO
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 from django.db import connection
@@ -72,3 +73,23 @@ def test_it_refuses_counts_it_cannot_run(option, value, message):
     with pytest.raises(CommandError, match=message):
         call_command("bench_recall", option, value, "--database", SCRATCH)
     assert not database_exists(SCRATCH)
+
+
+def test_every_seed_asks_about_the_fills_topics_and_the_default_seed_is_unchanged():
+    from bench.management.commands.bench_recall import QUERY_NOISE, TOPICS, Synthesizer
+
+    default, other = Synthesizer(7, 16), Synthesizer(57, 16)
+    # A --reuse run with another seed queries around the centres its fill used.
+    assert np.array_equal(default.centres, other.centres)
+    # The default seed's stream is the one it had when each seed drew its own
+    # centres first: its fills and queries are those earlier figures came from.
+    numbers = np.random.default_rng(7)
+    centres = numbers.standard_normal((TOPICS, 16)).astype(np.float32)
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    assert np.array_equal(default.centres, centres)
+    jitter = numbers.standard_normal((1, 16)).astype(np.float32)
+    vector = centres[[3]] + QUERY_NOISE * jitter / np.sqrt(16) * 4
+    expected = vector / np.linalg.norm(vector, axis=1, keepdims=True)
+    assert np.array_equal(default.embeddings(np.array([3]), QUERY_NOISE), expected)
+    # Another seed still draws its own jitter.
+    assert not np.array_equal(other.embeddings(np.array([3]), QUERY_NOISE), expected)

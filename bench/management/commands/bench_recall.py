@@ -48,6 +48,9 @@ WARMUP_QUERIES = 20
 # Parts of recall()'s time printed after the legs: the legs' wall clock (they
 # run at once), fusion (loading the candidates and scoring them), packing.
 SPLIT_PARTS = ("legs", "fuse", "pack")
+# The topics' centres come from this seed whatever --seed says (the default
+# seed's own, so its fills and queries are unchanged).
+CENTRES_SEED = 7
 # Share of queries about a topic the owner has memories on.
 OWN_TOPIC_SHARE = 0.8
 
@@ -200,13 +203,24 @@ QUERY_TEMPLATES = (
 
 
 class Synthesizer:
-    """Clustered memories: a topic decides the words and the embedding's neighbourhood."""
+    """Clustered memories: a topic decides the words and the embedding's neighbourhood.
+
+    ``seed`` varies the memories and the queries, never the topics' centres: a
+    ``--reuse`` run with a seed other than its fill's asks about the same topics
+    the memories are about (the centres once came from the seed, so such a run
+    put its queries around centres no memory was near).
+    """
 
     def __init__(self, seed: int, dimensions: int) -> None:
         self.random = random.Random(seed)
         self.numbers = np.random.default_rng(seed)
-        centres = self.numbers.standard_normal((TOPICS, dimensions)).astype(np.float32)
+        shape = (TOPICS, dimensions)
+        centres = np.random.default_rng(CENTRES_SEED).standard_normal(shape).astype(np.float32)
         self.centres = centres / np.linalg.norm(centres, axis=1, keepdims=True)
+        # Each seed's stream goes on as if it had drawn the centres itself: the
+        # default seed's fills and queries are exactly what they were, another
+        # seed's keep their jitter, around these centres.
+        self.numbers.standard_normal(shape)
         self.dimensions = dimensions
 
     def embeddings(self, topics: np.ndarray, noise: float) -> np.ndarray:
