@@ -165,7 +165,11 @@ def postmaster_pid(data_dir: Path) -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     try:
-        if psutil.Process(pid).name().startswith("postgres"):
+        process = psutil.Process(pid)
+        # A killed postmaster stays a zombie until its parent reaps it, and in a
+        # container whose first process reaps nothing (no --init) that is never:
+        # it runs no more all the same.
+        if process.name().startswith("postgres") and process.status() != psutil.STATUS_ZOMBIE:
             return pid
     except psutil.Error:
         pass
@@ -177,10 +181,17 @@ def embedded_running(data_dir: Path) -> bool:
 
 
 def start_embedded(data_dir: Path) -> None:
-    """Start the embedded server again after it stopped (crashed, killed) under us."""
+    """Start the embedded server again after it stopped (crashed, killed) under us.
+
+    Raises ``RuntimeError`` if nothing runs afterwards: while a killed
+    postmaster is still a zombie, pgserver (and PostgreSQL's own lock file)
+    take it for a running server and start nothing.
+    """
     with _quiet():
         server = _pgserver().get_server(data_dir / "postgres", cleanup_mode=None, start=False)
         _start_embedded_server(server, data_dir)
+    if not embedded_running(data_dir):
+        raise RuntimeError("its last postmaster has ended but is not reaped yet")
 
 
 def stop_embedded(data_dir: Path) -> None:

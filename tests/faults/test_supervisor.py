@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 import signal
+import time
+from io import StringIO
 
+import psutil
 import pytest
 
 from memories.management.commands.serve import (
@@ -14,8 +17,10 @@ from memories.management.commands.serve import (
     RESTART_MAX_SECONDS,
     STABLE_SECONDS,
     Backoff,
+    Command,
 )
 from tests.faults.conftest import api, remember
+from timothy import database
 from timothy.drill import (
     HTTP_TIMEOUT,
     START_TIMEOUT,
@@ -141,3 +146,78 @@ def test_it_doubles_the_pause_while_a_child_keeps_dying(ran_for, expected):
     backoff = Backoff()
     assert [backoff.next_delay(seconds) for seconds in ran_for] == expected
     assert RESTART_FIRST_SECONDS == 1 and RESTART_MAX_SECONDS == 30
+
+
+def test_it_says_postgres_runs_again_when_another_process_started_it(tmp_path, settings):
+    # Its own start failed (the killed server's processes still held the shared
+    # memory) and it waits out the pause; meanwhile the restarted worker's
+    # start-up starts the server. The outage has ended all the same.
+    settings.DATA_DIR = tmp_path
+    database.start_embedded(tmp_path)
+    try:
+        old = postgres_processes(tmp_path)
+        os.kill(postmaster_pid(tmp_path), signal.SIGKILL)
+        wait_for(lambda: gone([p.pid for p in old]), START_TIMEOUT, "the old PostgreSQL to end")
+        out, err = StringIO(), StringIO()
+        supervisor = Command(stdout=out, stderr=err)
+        restarts = Backoff()
+        restarts.not_before = time.monotonic() + 3600
+        restarts.next_delay(ran_for=0)  # what the failed start left
+
+        supervisor.supervise_postgres(restarts)
+        assert not database.embedded_running(tmp_path)
+        assert out.getvalue() == err.getvalue() == ""
+
+        wait_for(lambda: not psutil.pid_exists(old[0].pid), START_TIMEOUT, "the zombie reaped")
+        database.start_embedded(tmp_path)  # the worker's manage.py, say
+        supervisor.supervise_postgres(restarts)
+        assert out.getvalue() == "The embedded PostgreSQL runs again.\n"
+        assert restarts.failures == 0
+        assert restarts.not_before == 0.0
+        supervisor.supervise_postgres(restarts)  # said once per outage
+        assert out.getvalue() == "The embedded PostgreSQL runs again.\n"
+    finally:
+        database.stop_embedded(tmp_path)
+
+
+def test_it_says_postgres_runs_again_once_and_only_when_it_does(tmp_path, settings):
+    # A killed postmaster stays a zombie until something reaps it (at once
+    # under most inits; here, and in a container without --init, later). A
+    # start then does nothing: it must not be taken for a server that runs.
+    settings.DATA_DIR = tmp_path
+    database.start_embedded(tmp_path)
+    try:
+        killed = postmaster_pid(tmp_path)
+        os.kill(killed, signal.SIGKILL)
+        wait_for(
+            lambda: (
+                psutil.Process(killed).status() == psutil.STATUS_ZOMBIE
+                if psutil.pid_exists(killed)
+                else True
+            ),
+            START_TIMEOUT,
+            "the postmaster to end",
+        )
+        assert not database.embedded_running(tmp_path)
+        out, err = StringIO(), StringIO()
+        supervisor = Command(stdout=out, stderr=err)
+        restarts = Backoff()
+
+        def supervised() -> bool:
+            supervisor.supervise_postgres(restarts)
+            if "runs again" in out.getvalue():
+                # Said only once a new server answers for the data folder.
+                assert database.embedded_running(tmp_path)
+                return True
+            return False
+
+        wait_for(supervised, START_TIMEOUT, "the supervisor to start PostgreSQL again")
+        assert out.getvalue() == "The embedded PostgreSQL runs again.\n"
+        assert postmaster_pid(tmp_path) != killed
+        waiting = "Could not start it (its last postmaster has ended but is not reaped yet); "
+        for line in err.getvalue().splitlines():
+            assert line == "The embedded PostgreSQL is not running; starting it again." or (
+                line.startswith(waiting + "trying again in")
+            ), err.getvalue()
+    finally:
+        database.stop_embedded(tmp_path)

@@ -224,8 +224,19 @@ class Command(BaseCommand):
             self.stdout.write(f"Restarted the {child.name} (pid {child.process.pid}).")
 
     def supervise_postgres(self, restarts: Backoff) -> None:
-        """Start the embedded PostgreSQL again if it is gone (killed, crashed, stopped)."""
-        if database.embedded_running(settings.DATA_DIR) or time.monotonic() < restarts.not_before:
+        """Start the embedded PostgreSQL again if it is gone (killed, crashed, stopped),
+        and say when it runs again, whoever started it.
+
+        A start can fail while the killed server's old processes still hold its
+        shared memory, and then waits out a pause; meanwhile the restarted
+        worker's own start-up (``manage.py`` starts the server a command needs)
+        may start it first. That too ends the outage.
+        """
+        if database.embedded_running(settings.DATA_DIR):
+            if restarts.failures:
+                self.postgres_runs_again(restarts)
+            return
+        if time.monotonic() < restarts.not_before:
             return
         self.stderr.write("The embedded PostgreSQL is not running; starting it again.")
         try:
@@ -236,6 +247,9 @@ class Command(BaseCommand):
             first_line = str(error).strip().splitlines()[0] if str(error).strip() else error
             self.stderr.write(f"Could not start it ({first_line}); trying again in {delay:g} s.")
             return
+        self.postgres_runs_again(restarts)
+
+    def postgres_runs_again(self, restarts: Backoff) -> None:
         restarts.reset()
         connection.close()
         self.stdout.write("The embedded PostgreSQL runs again.")
