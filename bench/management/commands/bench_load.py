@@ -30,6 +30,7 @@ from django.db import connection, connections
 
 from bench.management.commands.bench_recall import (
     BENCH_OWNER_PREFIX,
+    DEFAULT_SEED,
     TOPICS,
     TYPES,
     Synthesizer,
@@ -103,7 +104,7 @@ class Command(BaseCommand):
         parser.add_argument("--database", default="timothy_load", help="scratch database name")
         parser.add_argument("--keep", action="store_true", help="keep the scratch database")
         parser.add_argument("--reuse", action="store_true", help="reuse a kept scratch database")
-        parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
 
     def handle(self, *args, **options) -> None:
         database = options["database"]
