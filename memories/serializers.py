@@ -122,7 +122,9 @@ class StrictFloatField(serializers.FloatField):
 
 class StrictDateTimeField(serializers.DateTimeField):
     def to_internal_value(self, data: Any):
-        if not isinstance(data, str):
+        # Python's fromisoformat stops at a NUL ("...T00:00:00\x00junk" would be
+        # that date), so a date-time with a control character is refused whole.
+        if not isinstance(data, str) or not data.isprintable():
             self.fail("invalid", format="an ISO 8601 date-time string")
         try:
             return super().to_internal_value(data)
