@@ -15,6 +15,7 @@ database insists that a superseded row already has its successor), each with an
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -122,6 +123,13 @@ def _refuse_constant(name: str) -> float:
     raise BadLine(f"{name} is not a number JSON allows")
 
 
+def _column(text: str, position: int) -> int:
+    """The column (from 1) of ``position`` in a line. JSON reads past the line's
+    own ending as whitespace, and the decoder's column would then count from
+    after it: a line cut short would fail "at column 1"."""
+    return min(position, len(text.rstrip("\r\n"))) + 1
+
+
 def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str | None, dict]:
     """Check one line; return (id, superseded_by, model fields) or raise ``BadLine``."""
     if "\x00" in text:
@@ -129,7 +137,7 @@ def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str
     try:
         record = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
-        raise BadLine(f"not JSON ({error.msg} at column {error.colno})")
+        raise BadLine(f"not JSON ({error.msg} at column {_column(text, error.pos)})")
     if not isinstance(record, dict):
         raise BadLine("not a JSON object")
     unknown = sorted(set(record) - FIELDS)
@@ -314,12 +322,20 @@ def _embedding(record: dict) -> list[float] | None:
 # --- chains across lines ---------------------------------------------------------
 
 
-def resolve_chains(parsed: list[ParsedLine], failed_keys: dict[int | str, int]) -> None:
+def resolve_chains(
+    parsed: list[ParsedLine],
+    failed_keys: dict[int | str, int],
+    unreadable: UnreadableLines | None = None,
+) -> None:
     """Give each line its depth below its chain's head, or an error.
 
     A superseded line needs its successor among the good lines of the file; a
-    line whose successor fails fails too, and so does a cycle.
+    line whose successor fails fails too, and so does a cycle. ``failed_keys``
+    maps the ids of lines that were JSON but failed to their line numbers;
+    ``unreadable`` says which lines were not JSON at all (the message of a
+    line whose successor is missing names them).
     """
+    unreadable = unreadable or UnreadableLines()
     by_key: dict[int | str, ParsedLine] = {}
     for item in parsed:
         if item.key is None:
@@ -347,6 +363,17 @@ def resolve_chains(parsed: list[ParsedLine], failed_keys: dict[int | str, int]) 
             if successor is None:
                 if node.successor_key in failed_keys:
                     node.error = _successor_failed(node, failed_keys[node.successor_key])
+                elif node.successor_key in unreadable.keys:
+                    line = unreadable.keys[node.successor_key]
+                    node.error = (
+                        f"its successor {node.successor_key!r} (line {line}, "
+                        "which could not be read) failed"
+                    )
+                elif unreadable.lines:
+                    node.error = (
+                        f"superseded_by {node.successor_key!r} is not the id of any line "
+                        f"that could be read; {unreadable.describe()}"
+                    )
                 else:
                     node.error = (
                         f"superseded_by {node.successor_key!r} is not the id of a line in this file"
@@ -367,6 +394,41 @@ def _successor_failed(item: ParsedLine, successor_line: int) -> str:
     return f"its successor {item.successor_key!r} (line {successor_line}) failed"
 
 
+# Unreadable lines named in one message; the rest are counted.
+UNREADABLE_NAMED = 3
+# The "id" of a line that is not JSON, when it still reads as one (an export
+# writes it first).
+_ID_IN_BROKEN_LINE = re.compile(r'^\s*\{\s*"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")')
+
+
+@dataclass
+class UnreadableLines:
+    """Lines that were not JSON (or not UTF-8): the ids some of them still show,
+    and the numbers of the others."""
+
+    keys: dict[int | str, int] = field(default_factory=dict)
+    lines: list[int] = field(default_factory=list)
+
+    def add(self, number: int, text: str) -> None:
+        found = _ID_IN_BROKEN_LINE.match(text)
+        try:
+            key = json.loads(found.group(1)) if found else None
+        except json.JSONDecodeError:
+            key = None
+        if key is not None and key != "":
+            self.keys.setdefault(key, number)
+        else:
+            self.lines.append(number)
+
+    def describe(self) -> str:
+        if len(self.lines) == 1:
+            return f"line {self.lines[0]} could not be read and may be it"
+        named = ", ".join(str(number) for number in self.lines[:UNREADABLE_NAMED])
+        more = len(self.lines) - UNREADABLE_NAMED
+        named += f" and {more} more" if more > 0 else ""
+        return f"lines {named} could not be read and one of them may be it"
+
+
 # --- import ----------------------------------------------------------------------
 
 
@@ -377,6 +439,7 @@ def read_lines(
     parsed: list[ParsedLine] = []
     errors: list[LineError] = []
     failed_keys: dict[int | str, int] = {}
+    unreadable = UnreadableLines()
     for number, raw in enumerate(lines, start=1):
         if on_line is not None:
             on_line(len(raw))
@@ -384,6 +447,7 @@ def read_lines(
             text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         except UnicodeDecodeError:
             errors.append(LineError(number, "not valid UTF-8"))
+            unreadable.add(number, raw.decode("utf-8", "replace"))
             continue
         if number == 1:
             text = text.removeprefix("\ufeff")
@@ -393,15 +457,26 @@ def read_lines(
             key, successor_key, fields = parse_line(text, now=now)
         except BadLine as error:
             errors.append(LineError(number, str(error)))
-            key = _key_of_bad_line(text)
-            if key is not None:
-                failed_keys.setdefault(key, number)
+            if _is_json(text):
+                key = _key_of_bad_line(text)
+                if key is not None:
+                    failed_keys.setdefault(key, number)
+            else:
+                unreadable.add(number, text)
             continue
         parsed.append(ParsedLine(number, key, successor_key, fields))
-    resolve_chains(parsed, failed_keys)
+    resolve_chains(parsed, failed_keys, unreadable)
     errors.extend(LineError(item.line, item.error) for item in parsed if item.error)
     errors.sort(key=lambda error: error.line)
     return parsed, errors
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text, parse_constant=lambda name: None)
+    except json.JSONDecodeError:
+        return False
+    return True
 
 
 def _key_of_bad_line(text: str) -> int | str | None:
