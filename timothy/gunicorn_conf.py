@@ -8,6 +8,11 @@ trust them from any client on 127.0.0.1, where `make run` listens, and a client
 could then shift routing or make every request a 500. The service is always
 mounted at ``/``.
 
+The access log (``make run`` writes it to the console) and gunicorn's warnings
+about requests it refuses show a request's path and the names of its query
+parameters, never their values: ``GET /v1/memories?q=***`` (the query holds
+the owner's words, timothy/access_log.py).
+
 Each worker gives up on a database server that stopped answering, so that a
 frozen PostgreSQL costs a request a few seconds and a 503, not a thread for as
 long as the freeze lasts (``timothy.database.guard_against_stalls``).
@@ -25,6 +30,9 @@ import threading
 logger = logging.getLogger("timothy.warmup")
 
 worker_class = "timothy.gunicorn_worker.JsonErrorThreadWorker"
+# The access log and gunicorn's warnings name a request's query parameters,
+# never their values (timothy/access_log.py).
+logger_class = "timothy.access_log.QueryMaskingLogger"
 forwarder_headers = ""
 
 

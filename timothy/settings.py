@@ -189,8 +189,28 @@ LOG_LEVEL = envchoice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR",
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # runserver's request log names query parameters, not their values (a query
+    # holds the owner's words); Django's request warnings name only the path.
+    "filters": {"query_values_masked": {"()": "timothy.access_log.MaskQueryValues"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "django.server": {
+            "()": "django.utils.log.ServerFormatter",
+            "format": "[{server_time}] {message}",
+            "style": "{",
+        },
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "django.server": {
+            "class": "logging.StreamHandler",
+            "formatter": "django.server",
+            "filters": ["query_values_masked"],
+        },
+    },
+    "loggers": {
+        "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
 
