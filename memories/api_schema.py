@@ -99,7 +99,14 @@ MEMORY_EXAMPLE = {
 CREATED_EXAMPLE = MEMORY_EXAMPLE | {
     "id": 57,
     "content": "Prefers a window seat on long-haul flights.",
-    "related": [{"id": 42, "relation": "update", "score": 0.912}],
+    "related": [
+        {
+            "id": 42,
+            "relation": "update",
+            "score": 0.912,
+            "content": "Prefers an aisle seat on long-haul flights.",
+        }
+    ],
 }
 
 CHAIN_EXAMPLE = {

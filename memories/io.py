@@ -158,6 +158,8 @@ def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str
         raise BadLine(
             f"content is {len(content)} characters long; at most {error.limit} are accepted"
         )
+    except InvalidMemory as error:
+        raise BadLine(f"content: {error.message}")
     memory_type = _choice(record, "type", TYPES, default=None)
     status = _choice(record, "status", STATUSES, default=DEFAULT_STATUS)
     source = _choice(record, "source", SOURCES, default=DEFAULT_SOURCE)

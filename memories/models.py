@@ -167,9 +167,38 @@ class TooLong(InvalidMemory):
         self.limit = limit
 
 
+NO_WORD_MESSAGE = "Content must say something: at least one word (two letters or digits in a row)."
+
+
+def _is_word_character(char: str) -> bool:
+    """A Han ideograph or a Hangul syllable: a word on its own."""
+    return (
+        "\u3400" <= char <= "\u9fff"
+        or "\uac00" <= char <= "\ud7a3"
+        or "\uf900" <= char <= "\ufaff"
+        or "\U00020000" <= char <= "\U0003134f"
+    )
+
+
+def has_a_word(text: str) -> bool:
+    """Two letters or digits in a row (a script's vowel signs stay inside the word),
+    or one ideograph: a lone ``x``, punctuation or an emoji says nothing."""
+    run = 0
+    for char in text:
+        if char.isalnum():
+            run += 1
+            if run == 2 or _is_word_character(char):
+                return True
+        elif not (run and unicodedata.category(char) in ("Mn", "Mc")):
+            run = 0
+    return False
+
+
 def check_content(content: str) -> str:
     if not has_visible_text(content):
         raise BlankContent
+    if not has_a_word(content):
+        raise InvalidMemory("content", NO_WORD_MESSAGE, "no_word")
     # A setting: read on each call, not once at import.
     if len(content) > settings.MAX_CONTENT_CHARS:
         raise TooLong("content", len(content), settings.MAX_CONTENT_CHARS)

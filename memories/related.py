@@ -364,7 +364,13 @@ class RelatedMemory:
     signals: PairSignals
 
     def to_dict(self) -> dict:
-        return {"id": self.memory.pk, "relation": self.relation, "score": round(self.score, 3)}
+        return {
+            "id": self.memory.pk,
+            "relation": self.relation,
+            "score": round(self.score, 3),
+            # What the assistant can tell the user without another request.
+            "content": self.memory.content,
+        }
 
 
 @dataclass

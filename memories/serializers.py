@@ -372,6 +372,7 @@ class RelatedSerializer(serializers.Serializer):
         help_text="duplicate: says the same thing; update: the same subject, another value.",
     )
     score = serializers.FloatField(help_text="Similarity, 0 to 1.")
+    content = serializers.CharField(help_text="The related memory's text.")
 
 
 class CreatedMemorySerializer(MemorySerializer):

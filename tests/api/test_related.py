@@ -14,7 +14,9 @@ def test_it_lists_what_a_proposal_updates(alice_api, alice):
     body = alice_api.create("Prefers a window seat on long flights.", "preference", "propose")
 
     assert body["status"] == "proposed"
-    assert body["related"] == [{"id": aisle.pk, "relation": "update", "score": 0.667}]
+    assert body["related"] == [
+        {"id": aisle.pk, "relation": "update", "score": 0.667, "content": aisle.content}
+    ]
     # Nothing was decided for the owner: both are still there.
     aisle.refresh_from_db()
     assert aisle.status == Memory.Status.ACTIVE
@@ -35,7 +37,9 @@ def test_it_remembers_a_duplicate_as_a_new_version_of_it(alice_api, alice):
     )
 
     leila.refresh_from_db()
-    assert body["related"] == [{"id": leila.pk, "relation": "duplicate", "score": 1.0}]
+    assert body["related"] == [
+        {"id": leila.pk, "relation": "duplicate", "score": 1.0, "content": leila.content}
+    ]
     assert leila.status == Memory.Status.SUPERSEDED and leila.superseded_by_id == body["id"]
     assert (body["status"], body["confidence"], body["source"]) == ("active", 1.0, "remember")
     assert body["session_id"] == "s-9"

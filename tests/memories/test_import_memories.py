@@ -169,7 +169,7 @@ BAD_LINES = [
     ({**GOOD, "embedding": [True] * settings.EMBEDDING_DIMENSIONS}, "list of numbers"),
     ({**GOOD, "embedding": [None] * settings.EMBEDDING_DIMENSIONS}, "list of numbers"),
     (
-        '{"content": "a", "type": "semantic", "embedding": ['
+        '{"content": "Likes tea.", "type": "semantic", "embedding": ['
         + ", ".join(["1e309"] * settings.EMBEDDING_DIMENSIONS)
         + "]}",
         "too large",
@@ -234,9 +234,9 @@ def test_it_fails_the_predecessors_of_a_failed_successor(alice, tmp_path):
 
 def test_it_refuses_a_cycle_and_a_reused_id(alice, tmp_path):
     lines = [
-        {**GOOD, "id": "a", "status": "superseded", "superseded_by": "b", "content": "a"},
-        {**GOOD, "id": "b", "status": "superseded", "superseded_by": "a", "content": "b"},
-        {**GOOD, "id": "c", "content": "c"},
+        {**GOOD, "id": "a", "status": "superseded", "superseded_by": "b", "content": "fact a"},
+        {**GOOD, "id": "b", "status": "superseded", "superseded_by": "a", "content": "fact b"},
+        {**GOOD, "id": "c", "content": "fact c"},
         {**GOOD, "id": "c", "content": "c again"},
     ]
     path = write_lines(tmp_path / "cycle.jsonl", lines)
@@ -248,7 +248,7 @@ def test_it_refuses_a_cycle_and_a_reused_id(alice, tmp_path):
         "line 2: its superseded_by chain goes round in a cycle",
         "line 4: id 'c' is already used on line 3",
     ]
-    assert list(Memory.objects.for_owner(alice).values_list("content", flat=True)) == ["c"]
+    assert list(Memory.objects.for_owner(alice).values_list("content", flat=True)) == ["fact c"]
 
 
 def test_it_refuses_an_unknown_owner_or_a_missing_file(alice, tmp_path):

@@ -55,9 +55,9 @@ def rewrites_allowed():
 
 
 def test_it_counts_single_inserts(alice):
-    Memory.remember(alice, "a", Memory.Type.SEMANTIC, entities=["Ann", "Paris"])
-    Memory.remember(alice, "b", Memory.Type.SEMANTIC, entities=["ann"])
-    Memory.propose(alice, "c", Memory.Type.SEMANTIC, entities=["Paris", "Rome"])
+    Memory.remember(alice, "fact a", Memory.Type.SEMANTIC, entities=["Ann", "Paris"])
+    Memory.remember(alice, "fact b", Memory.Type.SEMANTIC, entities=["ann"])
+    Memory.propose(alice, "fact c", Memory.Type.SEMANTIC, entities=["Paris", "Rome"])
     make_memory(alice, "d", entities=["Rome"], status=Memory.Status.ARCHIVED)
 
     assert assert_matches_rebuild() == {(alice.pk, "ann"): 2, (alice.pk, "paris"): 1}
@@ -110,10 +110,10 @@ def test_it_counts_a_memory_once_however_it_spells_a_name(alice):
 
 
 def test_it_keeps_two_owners_sharing_a_key_apart(alice, bob):
-    Memory.remember(alice, "a", Memory.Type.SEMANTIC, entities=["Lisbon"])
-    Memory.remember(alice, "b", Memory.Type.SEMANTIC, entities=["Lisbon"])
-    lisbon = Memory.remember(bob, "c", Memory.Type.SEMANTIC, entities=["LISBON"])
-    Memory.remember(bob, "d", Memory.Type.SEMANTIC, entities=["Porto"])
+    Memory.remember(alice, "fact a", Memory.Type.SEMANTIC, entities=["Lisbon"])
+    Memory.remember(alice, "fact b", Memory.Type.SEMANTIC, entities=["Lisbon"])
+    lisbon = Memory.remember(bob, "fact c", Memory.Type.SEMANTIC, entities=["LISBON"])
+    Memory.remember(bob, "fact d", Memory.Type.SEMANTIC, entities=["Porto"])
     lisbon.archive()
 
     assert OwnerEntity.objects.get(owner=bob, key="lisbon").memories == 0
@@ -121,10 +121,10 @@ def test_it_keeps_two_owners_sharing_a_key_apart(alice, bob):
 
 
 def test_it_follows_every_state_change(alice):
-    first = Memory.remember(alice, "a", Memory.Type.SEMANTIC, entities=["Ann", "Paris"])
-    proposal = Memory.propose(alice, "b", Memory.Type.SEMANTIC, entities=["ANN"])
-    rejected = Memory.propose(alice, "c", Memory.Type.SEMANTIC, entities=["Rome"])
-    edited = Memory.propose(alice, "d", Memory.Type.SEMANTIC, entities=["Nice"])
+    first = Memory.remember(alice, "fact a", Memory.Type.SEMANTIC, entities=["Ann", "Paris"])
+    proposal = Memory.propose(alice, "fact b", Memory.Type.SEMANTIC, entities=["ANN"])
+    rejected = Memory.propose(alice, "fact c", Memory.Type.SEMANTIC, entities=["Rome"])
+    edited = Memory.propose(alice, "fact d", Memory.Type.SEMANTIC, entities=["Nice"])
     assert assert_matches_rebuild() == {(alice.pk, "ann"): 1, (alice.pk, "paris"): 1}
 
     proposal.confirm()
@@ -203,7 +203,7 @@ def test_it_moves_counts_when_refs_or_owner_change_in_place(alice, bob):
 
 
 def test_it_keeps_a_key_at_zero_when_its_last_memory_goes(alice):
-    only = Memory.remember(alice, "a", Memory.Type.SEMANTIC, entities=["Oslo"])
+    only = Memory.remember(alice, "fact a", Memory.Type.SEMANTIC, entities=["Oslo"])
 
     only.archive()
 
@@ -213,7 +213,7 @@ def test_it_keeps_a_key_at_zero_when_its_last_memory_goes(alice):
 
 
 def test_it_never_counts_below_zero_for_a_key_missing_from_the_dictionary(alice):
-    memory = Memory.remember(alice, "a", Memory.Type.SEMANTIC, entities=["Oslo", "Bergen"])
+    memory = Memory.remember(alice, "fact a", Memory.Type.SEMANTIC, entities=["Oslo", "Bergen"])
     OwnerEntity.objects.filter(owner=alice, key="oslo").delete()
 
     memory.archive()

@@ -238,9 +238,9 @@ def entity_counts(owner) -> dict[str, int]:
 
 @pytest.mark.django_db
 def test_it_keeps_the_owners_entity_counts_through_every_transition(alice, bob):
-    first = Memory.remember(alice, "a", "semantic", entities=["Ann", "Paris"])
-    proposal = Memory.propose(alice, "b", "semantic", entities=["ANN"])
-    Memory.remember(bob, "c", "semantic", entities=["Ann"])
+    first = Memory.remember(alice, "fact a", "semantic", entities=["Ann", "Paris"])
+    proposal = Memory.propose(alice, "fact b", "semantic", entities=["ANN"])
+    Memory.remember(bob, "fact c", "semantic", entities=["Ann"])
     assert entity_counts(alice) == {"ann": 1, "paris": 1}
     proposal.confirm()
     assert entity_counts(alice) == {"ann": 2, "paris": 1}
