@@ -30,7 +30,7 @@ from timothy_client.errors import (
     Unauthorized,
     Unreachable,
 )
-from timothy_client.models import Chain, MemoryEvent, MemoryRecord, Recall
+from timothy_client.models import Chain, MemoryEvent, MemoryRecord, Recall, Related
 from timothy_client.prompt import compose_system
 from timothy_client.tools import TOOL_NAMES, anthropic_tools, openai_tools
 
@@ -53,6 +53,7 @@ __all__ = [
     "Phase",
     "RateLimited",
     "Recall",
+    "Related",
     "ServiceError",
     "ServiceUnavailable",
     "TimothyError",

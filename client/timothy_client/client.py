@@ -6,7 +6,9 @@ Two kinds of calls:
   raising, within a hard deadline) and ``extract`` (queued on a background
   thread; returns at once). Neither can fail or slow the turn.
 - Asked for on purpose: ``remember``, ``propose``, ``confirm``, ``reject``,
-  ``reconfirm``, ``archive``, ``supersede``, ``chain``, ``list``. These raise
+  ``reconfirm``, ``archive``, ``supersede``, ``chain``, ``list``, ``search``
+  (``recall`` that raises). ``remember`` and ``propose`` answer with what the
+  new memory repeats or may update (``related``, ``notes``). These raise
   the typed errors of ``timothy_client.errors``. Every write carries an
   ``Idempotency-Key`` and is retried with the same key on a lost connection,
   a timeout or a 5xx, so a retry never writes twice.
@@ -167,13 +169,14 @@ class Memory:
         """
         limit = self.timeout if timeout is None else timeout
         try:
-            body = self._search_body(query, session_id, token_budget, pipeline, types)
-            if body is None:
-                return Recall()
-            future = self._recall_pool.submit(self._search, body, limit)
-            return future.result(timeout=limit)
-        except FutureTimeout:
-            reason = f"no answer within {limit:g} s"
+            return self.search(
+                query,
+                session_id=session_id,
+                token_budget=token_budget,
+                pipeline=pipeline,
+                types=types,
+                timeout=limit,
+            )
         except errors.ServiceError as error:
             reason = f"the service answered {error.status} {error.code}: {error.message}"
         except errors.TimothyError as error:
@@ -183,6 +186,32 @@ class Memory:
             reason = f"unexpected error: {error!r}"
         logger.warning("Recall failed, the turn goes on without memories: %s", reason)
         return Recall.failed(reason)
+
+    def search(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        token_budget: int | None = None,
+        pipeline: Pipeline | None = None,
+        types: Iterable[str] | None = None,
+        timeout: float | None = None,
+    ) -> Recall:
+        """``recall`` for a call made on purpose: the same deadline, but it raises.
+
+        ``Unreachable`` when nothing answered within the deadline (or at all),
+        a ``ServiceError`` when the service said no (a 4xx is the caller's to
+        fix; a 5xx means it cannot answer now), ``MalformedAnswer``.
+        """
+        limit = self.timeout if timeout is None else timeout
+        body = self._search_body(query, session_id, token_budget, pipeline, types)
+        if body is None:
+            return Recall()
+        future = self._recall_pool.submit(self._search, body, limit)
+        try:
+            return future.result(timeout=limit)
+        except FutureTimeout:
+            raise errors.Unreachable(f"no answer within {limit:g} s") from None
 
     def extract(
         self,
@@ -257,7 +286,14 @@ class Memory:
         try:
             # A copy: the caller's arguments object (Anthropic's input) stays as it was.
             fields = {"mode": REMEMBER, **parse_arguments(arguments)}
-            validate(fields, remember_schema())
+            schema = remember_schema()
+            unknown = [name for name in fields if name not in schema["properties"]]
+            if unknown:
+                raise errors.InvalidToolCall(
+                    f"{REMEMBER} takes no argument {', '.join(map(repr, unknown))}; its "
+                    f"arguments are {', '.join(schema['properties'])}."
+                )
+            validate(fields, schema)
             key = _key_from_call_id(call_id) if call_id else None
             memory = self._create(fields, idempotency_key=key)
         except errors.InvalidToolCall as error:
@@ -266,8 +302,20 @@ class Memory:
             return _tool_failure(f"The memory service refused it: {error.message}")
         except errors.TimothyError as error:
             return _tool_failure(f"The memory service could not be reached: {error}")
-        content = {"saved": True, "id": memory.id, "type": memory.type, "content": memory.content}
-        return ToolResult(ok=True, content=json.dumps(content), memory=memory)
+        content: dict[str, Any] = {
+            "saved": True,
+            "id": memory.id,
+            "type": memory.type,
+            "content": memory.content,
+        }
+        if memory.related:
+            # What the fact repeats or may update, and what to tell the user about it.
+            content["related"] = [
+                {"id": item.id, "relation": item.relation, "content": item.content}
+                for item in memory.related
+            ]
+            content["notes"] = memory.notes
+        return ToolResult(ok=True, content=json.dumps(content, ensure_ascii=False), memory=memory)
 
     # -- asked for on purpose -----------------------------------------------
 
@@ -308,9 +356,17 @@ class Memory:
             fields["session_id"] = session_id
         return self._create(fields, idempotency_key=idempotency_key)
 
-    def confirm(self, memory_id: int, *, reason: str | None = None) -> MemoryRecord:
-        """proposed -> active."""
-        return self._act(memory_id, "confirm", reason)
+    def confirm(
+        self, memory_id: int, *, replaces: int | None = None, reason: str | None = None
+    ) -> MemoryRecord:
+        """proposed -> active.
+
+        With ``replaces`` (an active memory's id, e.g. from ``related``), the
+        proposal becomes that memory's new version: ``IllegalTransition`` (409)
+        if it is no longer active, with ``head_id`` when it was superseded.
+        """
+        extra = {} if replaces is None else {"replaces": int(replaces)}
+        return self._act(memory_id, "confirm", reason, **extra)
 
     def reject(self, memory_id: int, *, reason: str | None = None) -> MemoryRecord:
         """proposed -> rejected (kept, never retrieved)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -44,11 +45,64 @@ class MemoryEvent:
 
 
 @dataclass(frozen=True)
+class Related:
+    """An active memory a new one repeats (``duplicate``), may update (``update``),
+    or sits beside (``see_also``), from a create answer's ``related``.
+
+    A relation this client does not know is kept as it came and only named.
+    """
+
+    id: int
+    relation: str
+    score: float
+    content: str = ""
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Related:
+        return cls(
+            id=int(raw["id"]),
+            relation=str(raw["relation"]),
+            score=float(raw.get("score") or 0.0),
+            content=str(raw.get("content") or ""),
+        )
+
+    def note(self, memory: MemoryRecord) -> str:
+        """What it means for ``memory`` (the one just written), in words a model acts on."""
+        quoted = f": {json.dumps(self.content, ensure_ascii=False)}" if self.content else ""
+        proposed = memory.status == "proposed"
+        if self.relation == "duplicate":
+            head = f"This repeats #{self.id}{quoted}"
+            advice = (
+                f"nothing new to confirm: reject #{memory.id}, or confirm it with "
+                f"replaces={self.id} to keep the new wording"
+                if proposed
+                else "it was saved as that memory's new version, so one copy is kept"
+            )
+        elif self.relation == "update":
+            head = f"This may update #{self.id}{quoted}"
+            advice = (
+                f"if the user agrees it replaces it, confirm #{memory.id} with "
+                f"replaces={self.id} to make it the new version (a plain confirm keeps both "
+                "active)"
+                if proposed
+                else f"both are active now: if the new fact replaces it, archive #{self.id} "
+                "(ask the user if unsure)"
+            )
+        elif self.relation == "see_also":
+            return f"See also #{self.id}{quoted}"
+        else:
+            return f"Related to #{self.id} ({self.relation}){quoted}"
+        return f"{head} — {advice}."
+
+
+@dataclass(frozen=True)
 class MemoryRecord:
     """One memory as the API shows it.
 
     ``score`` and ``position`` are set on the memories of a recall (the fused
-    score, and the place in the packed block); ``events`` on a chain's versions.
+    score, and the place in the packed block); ``events`` on a chain's versions;
+    ``related`` on a memory just created (what it repeats or may update), and
+    ``notes`` says what each means, in words to hand to the model.
     """
 
     id: int
@@ -66,7 +120,13 @@ class MemoryRecord:
     score: float | None = None
     position: int | None = None
     events: list[MemoryEvent] = field(default_factory=list)
+    related: list[Related] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def notes(self) -> list[str]:
+        """One sentence per related memory: what it repeats or updates, and what to do."""
+        return [item.note(self) for item in self.related]
 
     @classmethod
     def from_json(cls, raw: Any) -> MemoryRecord:
@@ -87,6 +147,7 @@ class MemoryRecord:
                 score=raw.get("score"),
                 position=raw.get("position"),
                 events=[MemoryEvent.from_json(event) for event in raw.get("events") or []],
+                related=[Related.from_json(item) for item in raw.get("related") or []],
                 raw=raw,
             )
         except (KeyError, TypeError, ValueError) as error:

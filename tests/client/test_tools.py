@@ -78,7 +78,12 @@ def test_it_saves_a_repeated_tool_call_once(memory):
         ("[1, 2]", "must be a JSON object"),
         ({"content": "   ", "type": "semantic"}, "content must not be blank"),
         ({"content": "x", "type": "gossip"}, "type must be one of"),
-        ({"content": "x", "type": "semantic", "importance": "high"}, "unknown fields: importance"),
+        (
+            {"content": "x", "type": "semantic", "importance": "high"},
+            "remember takes no argument 'importance'; its arguments are content, type, "
+            "entities, mode.",
+        ),
+        ({"content": "x", "type": "semantic", "replaces": 12}, "no argument 'replaces'"),
         ({"type": "semantic"}, "content is required"),
         (
             {"content": "x", "type": "semantic", "entities": "Berlin"},

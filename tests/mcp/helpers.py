@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -19,7 +20,24 @@ from tests.client.service import free_port, wait_for
 
 # The console script `pip install ./client` puts next to the interpreter.
 TIMOTHY_MCP = str(Path(sys.executable).parent / "timothy-mcp")
-TOOLS = {"recall", "remember", "propose", "list_pending", "confirm", "reject", "memory_history"}
+TOOLS = {
+    "recall",
+    "remember",
+    "propose",
+    "list_pending",
+    "confirm",
+    "reject",
+    "supersede",
+    "archive",
+    "memory_history",
+}
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    """This process's environment without the service's settings, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TIMOTHY_", "DJANGO_"))}
+    env.update(extra)
+    return env
 
 
 def run_async(function: Callable[..., Any], *args: Any) -> Any:

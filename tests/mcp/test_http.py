@@ -3,19 +3,19 @@ MCP SDK's own client, against a real running service."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import uuid
 
 from mcp import Client
 
-from tests.mcp.helpers import TIMOTHY_MCP, TOOLS, http_server, run_async, structured
-
-
-def server_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TIMOTHY_", "DJANGO_"))}
-    env.update(extra)
-    return env
+from tests.mcp.helpers import (
+    TIMOTHY_MCP,
+    TOOLS,
+    http_server,
+    run_async,
+    server_env,
+    structured,
+)
 
 
 def test_it_serves_the_tools_over_streamable_http(timothy, owner, tmp_path):
