@@ -125,6 +125,9 @@ _BARE_RELATION_NAME = re.compile(r"(?:LESS|GREATER)-THAN(?: SIGN)?$")
 _COMPOUND_RELATION_NAME = re.compile(r" OR | NOR |EQUAL|SIMILAR|ARROW|APL")
 _DEFAULT_IGNORABLE = regex.compile(r"\p{Default_Ignorable_Code_Point}")
 _MARKUP_ASCII = set("<>&")
+# Drawn like "<", ">" (or, U+FF5C, like the bar of DeepSeek's "<｜User｜>") but in
+# neither the confusables data nor the names above: ≺ ≻, ˱ ˲, ᐊ ᐅ, ｜.
+_SHAPE_LOOK_ALIKES = frozenset("\u227a\u227b\u02f1\u02f2\u140a\u1405\uff5c")
 
 
 @functools.cache
@@ -150,7 +153,8 @@ def dropped_characters() -> frozenset[str]:
 
 @functools.cache
 def markup_characters() -> frozenset[str]:
-    """Every visible character a reader could take for "<", ">" or "&"."""
+    """Every visible character a reader could take for "<", ">" or "&" (or a chat
+    token's fullwidth bar)."""
     found = set()
     for cp in range(sys.maxunicode + 1):
         char = chr(cp)
@@ -159,6 +163,7 @@ def markup_characters() -> frozenset[str]:
             _MARKUP_ASCII & set(unicodedata.normalize("NFKC", char))
             or _MARKUP_ASCII & set(unicodedata.normalize("NFD", char))
             or char in _confusable_with_markup()
+            or char in _SHAPE_LOOK_ALIKES
             or _ANGLE_NAME.search(name)
             or (_BARE_RELATION_NAME.search(name) and not _COMPOUND_RELATION_NAME.search(name))
         ):
