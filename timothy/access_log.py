@@ -71,9 +71,7 @@ def mask_message(text: str) -> str:
         if line:
             method, target, version = line.groups()
             return f"{quote}{method} {_mask_broken_target(target)} {version}{quote}"
-        if _TOKEN.fullmatch(inner):
-            return match.group()
-        if not inner:
+        if not inner or _TOKEN.fullmatch(inner):
             return match.group()
         return f"{quote}{_mask_broken_target(inner) if inner.startswith('/') else MASK}{quote}"
 
