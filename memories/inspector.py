@@ -398,6 +398,8 @@ def _outcome(item: ScoredMemory, packed: int) -> str:
         return "left out: it stood out in no search"
     if item.cut_reason == "below_relative_cut":
         return "left out: far below the best match"
+    if item.cut_reason == "past_falloff":
+        return "left out: the block ends where the scores fall off"
     if item.cut_reason == "over_budget":
         return "left out: no room left in the token budget"
     if item.cut_reason:
@@ -627,6 +629,13 @@ def legend(pipeline: str, profile_name: str = "default") -> list[LegendEntry]:
                 + (
                     f", and so is anything under {profile.relative_cut:.0%} of the best"
                     if profile.relative_cut
+                    else ""
+                )
+                + (
+                    "; the block ends where the scores fall off, under "
+                    f"{profile.block_falloff:.0%} of the best, and holds at most "
+                    f"{profile.block_max_memories} memories"
+                    if profile.block_falloff and profile.block_max_memories
                     else ""
                 )
                 + (

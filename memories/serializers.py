@@ -421,7 +421,8 @@ class ScoredMemorySerializer(MemorySerializer):
         allow_null=True, help_text="Line in the block (serial-position order)."
     )
     cut_reason = serializers.ChoiceField(
-        choices=["below_min_score", "below_relative_cut", "over_budget"], required=False
+        choices=["below_min_score", "below_relative_cut", "past_falloff", "over_budget"],
+        required=False,
     )
 
 

@@ -67,6 +67,14 @@ class FusionProfile:
     # Largest share of the token budget one memory may take; a longer one is
     # cut short with an ellipsis. None: memories are packed whole or not at all.
     max_item_share: float | None = None
+    # The block ends where the scores fall off: a candidate under this share of
+    # the best one's score stays out of the block (it still counts in the
+    # ranking), and a list that never falls off ends after block_max_memories.
+    # One clear winner comes alone; two or three leaders that score alike (a
+    # question needing several memories) come together. 0 / None: the token
+    # budget alone ends the block. Measured in docs/evaluation.md.
+    block_falloff: float = 0.0
+    block_max_memories: int | None = None
 
 
 DEFAULT_PROFILE = FusionProfile(
@@ -80,6 +88,8 @@ DEFAULT_PROFILE = FusionProfile(
     semantic_gate=(0.1, 0.4),
     current_state=True,
     max_item_share=0.25,
+    block_falloff=0.15,
+    block_max_memories=8,
 )
 
 # Seed 000 exactly: ts_rank text leg, RRF k = 60, every type decays with a

@@ -11,6 +11,7 @@ from retrieval.results import ScoredMemory
 from retrieval.tokens import count_tokens
 
 OVER_BUDGET = "over_budget"
+PAST_FALLOFF = "past_falloff"
 ELLIPSIS = "…"
 
 Item = TypeVar("Item")
@@ -23,8 +24,9 @@ class PackResult:
     # The fenced block in serial-position order; '' when nothing was packed.
     block: str = ""
     block_tokens: int = 0
-    # Candidates left out for lack of room, in score order.
-    over_budget: list[ScoredMemory] = field(default_factory=list)
+    # Candidates left out, in score order: past where the scores fall off,
+    # or for lack of room (each one's cut_reason says which).
+    left_out: list[ScoredMemory] = field(default_factory=list)
 
 
 def serial_position_order(items: Sequence[Item]) -> list[Item]:
@@ -62,26 +64,43 @@ def shorten(memory_type: str, content: str, max_tokens: int) -> str | None:
     return best
 
 
+def falls_off(score: float, best: float, falloff: float) -> bool:
+    """Whether ``score`` lies where the scores have fallen off: under
+    ``falloff`` times the ``best`` one (never, with ``falloff`` 0 or no best)."""
+    return falloff > 0 and best > 0 and score < falloff * best
+
+
 def pack(
     candidates: Sequence[ScoredMemory],
     budget: int,
     *,
     max_item_share: float | None = None,
+    falloff: float = 0.0,
+    max_memories: int | None = None,
 ) -> PackResult:
     """Fill the block with the best candidates that fit in ``budget`` tokens.
 
-    ``candidates`` come best first. Each is costed as its rendered line; the
-    fence is reserved first; an item that does not fit is skipped and later,
-    smaller ones may still fit. With ``max_item_share`` no memory's line may
-    take more than that share of the budget: a longer memory is shown cut
-    short, with an ellipsis, rather than crowding out the others. The promise
-    is on the finished block: ``count_tokens(block) <= budget``.
+    ``candidates`` come best first. The block ends where the scores fall off:
+    a candidate scoring under ``falloff`` times the best one's score stays
+    out (``past_falloff``), and so does every one after the block holds
+    ``max_memories``, for a list whose scores never fall off. A query with one
+    clear answer gets that answer alone; one whose leaders score alike (a
+    question that needs two or three memories) gets them all.
+
+    Each candidate is costed as its rendered line; the fence is reserved
+    first; an item that does not fit is skipped and later, smaller ones may
+    still fit. With ``max_item_share`` no memory's line may take more than
+    that share of the budget: a longer memory is shown cut short, with an
+    ellipsis, rather than crowding out the others. The budget is the ceiling
+    whatever the scores: ``count_tokens(block) <= budget``.
     """
     remaining = budget - count_tokens(BLOCK_OPEN + BLOCK_CLOSE)
     item_allowance = int(budget * max_item_share) if max_item_share else None
+    best = candidates[0].score if candidates else 0.0
     packed: list[ScoredMemory] = []
     for candidate in candidates:
         candidate.shortened = None
+        candidate.position = None
         candidate.tokens = count_tokens(
             render_item(candidate.memory.type, candidate.memory.content)
         )
@@ -90,8 +109,11 @@ def pack(
             if shortened is not None:
                 candidate.shortened = shortened
                 candidate.tokens = count_tokens(render_item(candidate.memory.type, shortened))
-        candidate.position = None
-        if candidate.tokens <= remaining:
+        if falls_off(candidate.score, best, falloff) or (
+            max_memories is not None and len(packed) >= max_memories
+        ):
+            candidate.cut_reason = PAST_FALLOFF
+        elif candidate.tokens <= remaining:
             candidate.cut_reason = None
             packed.append(candidate)
             remaining -= candidate.tokens
@@ -110,7 +132,5 @@ def pack(
     for position, item in enumerate(serial_position_order(packed)):
         item.position = position
     packed_ids = {id(item) for item in packed}
-    over_budget = [item for item in candidates if id(item) not in packed_ids]
-    return PackResult(
-        packed=packed, block=block, block_tokens=block_tokens, over_budget=over_budget
-    )
+    left_out = [item for item in candidates if id(item) not in packed_ids]
+    return PackResult(packed=packed, block=block, block_tokens=block_tokens, left_out=left_out)

@@ -129,6 +129,10 @@ def recall(
         candidates,
         budget,
         max_item_share=fusion_profile.max_item_share if pipeline == "fusion" else None,
+        # The block ends where the fused scores fall off (the freshness
+        # pipeline's top five are its own cut).
+        falloff=fusion_profile.block_falloff if pipeline == "fusion" else 0.0,
+        max_memories=fusion_profile.block_max_memories if pipeline == "fusion" else None,
     )
     # Retrieval in a replay of the past happened nowhere: nothing to stamp.
     if not dry_run and not is_past(as_of):
@@ -153,7 +157,7 @@ def recall(
         block=packed.block,
         block_tokens=packed.block_tokens,
         legs=reports,
-        cut=sorted([*cut, *packed.over_budget], key=lambda item: -item.score) if explain else [],
+        cut=sorted([*cut, *packed.left_out], key=lambda item: -item.score) if explain else [],
         explain=explain,
         ms=elapsed,
         timings=timings,

@@ -64,7 +64,8 @@ class ScoredMemory:
     tokens: int = 0
     # 0-based line position inside the block (serial-position order), None if cut.
     position: int | None = None
-    # Why a candidate was left out: "below_min_score" | "below_relative_cut" | "over_budget".
+    # Why a candidate was left out: "below_min_score" | "below_relative_cut"
+    # (not retrieved) | "past_falloff" (past where the scores fall off) | "over_budget".
     cut_reason: str | None = None
     # The memory's text as the block shows it, when the packer had to cut it
     # short (a memory may take at most a share of the budget); None: whole.

@@ -75,8 +75,11 @@ def test_it_never_stamps_recall(alice_client, memories):
 def test_it_shows_what_was_cut_for_the_budget(alice_client, memories):
     response = inspect(alice_client, "Alice seats birthday", budget=60)
     result = response.context["result"]
-    assert [item.cut_reason for item in result.cut] == ["over_budget"] * len(result.cut)
-    assert result.cut
+    reasons = [item.cut_reason for item in result.cut]
+    # What the budget left out, and what fell past where the scores fall off.
+    assert "over_budget" in reasons and set(reasons) <= {"over_budget", "past_falloff"}
+    if "past_falloff" in reasons:
+        assert b"Cut: where the scores fall off" in response.content
     assert result.block_tokens <= 60
     assert b"Cut: over the token budget" in response.content
 

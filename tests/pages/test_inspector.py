@@ -136,6 +136,12 @@ def test_it_says_why_a_candidate_far_below_the_best_was_left_out():
     assert text.endswith("left out: far below the best match.")
 
 
+def test_it_says_a_candidate_was_left_out_where_the_scores_fall_off():
+    item = scored(default_parts({"vector": 0.4}, {"vector": 3}), cut_reason="past_falloff")
+    text = sentence("fusion", item, Evidence(), NOW, packed=1)
+    assert text.endswith("left out: the block ends where the scores fall off.")
+
+
 def test_it_names_several_words_and_names_and_says_why_a_memory_was_left_out():
     item = scored(
         fusion_parts({"text": 4, "entity": 1}),
@@ -249,6 +255,10 @@ def test_it_writes_the_legend_from_the_constants(monkeypatch):
     assert "× 0.25" in default["Age"].text
     assert f"clip((similarity − {low:g}) ÷ {high - low:g}, 0, 1)" == default["Meaning gate"].formula
     assert f"{DEFAULT_PROFILE.relative_cut:.0%} of the best" in default["Cut"].text
+    assert (
+        f"where the scores fall off, under {DEFAULT_PROFILE.block_falloff:.0%} of the best, "
+        f"and holds at most {DEFAULT_PROFILE.block_max_memories} memories"
+    ) in default["Cut"].text
     assert "1/(60" not in " ".join(e.text + e.formula for e in legend("fusion", "default"))
 
     freshness = " ".join(entry.term + entry.text + entry.formula for entry in legend("freshness"))

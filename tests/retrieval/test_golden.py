@@ -77,11 +77,13 @@ def test_it_ranks_a_memory_found_by_two_legs_above_one_found_by_one(alice):
     now = timezone.now()
     one_leg = make_memory(alice, "Tennis on Sundays.", created_at=now)
     two_legs = make_memory(alice, "Sundays with Ann.", entities=["Ann"], created_at=now)
-    result = recall(alice, "Ann Sundays", legs=["text", "entity"], dry_run=True)
-    ranks = {item.memory.pk: item.parts["ranks"] for item in result.memories}
+    result = recall(alice, "Ann Sundays", legs=["text", "entity"], dry_run=True, explain=True)
+    # The ranking: the block, then what the packer left out.
+    ranked = [*result.memories, *result.cut]
+    ranks = {item.memory.pk: item.parts["ranks"] for item in ranked}
     assert ranks[two_legs.pk] == {"text": 1, "entity": 1}
     assert ranks[one_leg.pk] == {"text": 2}
-    assert ids(result) == [two_legs.pk, one_leg.pk]
+    assert [item.memory.pk for item in ranked] == [two_legs.pk, one_leg.pk]
 
 
 # Seed 000's own promises, kept by the "seed" profile.
