@@ -75,27 +75,45 @@ class QueryOutcome:
     failed_legs: tuple[str, ...] = ()
 
 
-def block_precision(outcomes: Sequence[QueryOutcome]) -> dict:
-    """How much of each block is worth its tokens.
+def block_figures(outcomes: Sequence[QueryOutcome]) -> dict:
+    """What the blocks hold, and how much of it was asked for.
 
+    ``hit_rate``: the share of queries whose block holds at least one relevant
+    memory; ``memories`` and ``tokens``: the mean block's memories and tokens;
     ``precision``: the share of packed memories that are relevant, averaged
     over the queries whose block holds any; ``tokens_per_relevant``: all block
-    tokens over all relevant memories packed; ``relevant_packed``: the share of
-    every query's relevant memories that made it into its block.
+    tokens over all relevant memories packed; ``relevant_packed``: the share
+    of every query's relevant memories that made it into its block.
     """
-    with_block = [o for o in outcomes if o.packed_ids]
-    relevant_packed = sum(len(set(o.packed_ids) & set(o.relevant)) for o in outcomes)
+    if not outcomes:
+        return {
+            "hit_rate": 0.0,
+            "memories": 0.0,
+            "tokens": 0.0,
+            "precision": 0.0,
+            "tokens_per_relevant": None,
+            "relevant_packed": 0.0,
+        }
+    found = [len(set(o.packed_ids) & set(o.relevant)) for o in outcomes]
+    with_block = [(o, hits) for o, hits in zip(outcomes, found, strict=True) if o.packed_ids]
+    relevant_packed = sum(found)
     wanted = sum(len(set(o.relevant)) for o in outcomes)
     tokens = sum(o.block_tokens for o in outcomes)
     return {
-        "precision": fmean(
-            len(set(o.packed_ids) & set(o.relevant)) / len(o.packed_ids) for o in with_block
-        )
+        "hit_rate": fmean(hits > 0 for hits in found),
+        "memories": fmean(o.packed for o in outcomes),
+        "tokens": tokens / len(outcomes),
+        "precision": fmean(hits / len(o.packed_ids) for o, hits in with_block)
         if with_block
         else 0.0,
         "tokens_per_relevant": tokens / relevant_packed if relevant_packed else None,
         "relevant_packed": relevant_packed / wanted if wanted else 0.0,
     }
+
+
+def ranking_and_block(outcomes: Sequence[QueryOutcome], ks: Sequence[int]) -> dict:
+    """``ranking_figures`` with the blocks' figures under ``block``."""
+    return {**ranking_figures(outcomes, ks), "block": block_figures(outcomes)}
 
 
 def ranking_figures(outcomes: Sequence[QueryOutcome], ks: Sequence[int]) -> dict:
@@ -125,11 +143,11 @@ def summarize(outcomes: Sequence[QueryOutcome], ks: Sequence[int]) -> dict:
     return {
         "overall": ranking_figures(outcomes, ks),
         "by_category": {
-            category: ranking_figures([o for o in outcomes if o.category == category], ks)
+            category: ranking_and_block([o for o in outcomes if o.category == category], ks)
             for category in categories
         },
         "by_conversation": {
-            conversation: ranking_figures(
+            conversation: ranking_and_block(
                 [o for o in outcomes if o.conversation == conversation], ks
             )
             for conversation in conversations
@@ -140,7 +158,7 @@ def summarize(outcomes: Sequence[QueryOutcome], ks: Sequence[int]) -> dict:
             "max": max(tokens, default=0),
             "memories_per_block": fmean(o.packed for o in outcomes) if outcomes else 0.0,
         },
-        "block": block_precision(outcomes),
+        "block": block_figures(outcomes),
         "latency_ms": {"p50": percentile(latencies, 0.5), "p95": percentile(latencies, 0.95)},
         "failed_legs": failures,
     }

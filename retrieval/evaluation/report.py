@@ -41,6 +41,18 @@ def ranking_headers(first: str, ks: Sequence[int]) -> list[str]:
     return [first, "n", *(f"R@{k}" for k in ks), f"nDCG@{_ndcg_k(ks)}", "MRR"]
 
 
+def block_cells(block: dict) -> list[str]:
+    return [
+        percent(block["hit_rate"]),
+        f"{block['memories']:.1f}",
+        f"{block['tokens']:.0f}",
+        percent(block["precision"]),
+    ]
+
+
+BLOCK_HEADERS = ["block hit", "mem/block", "tok/block", "block prec"]
+
+
 def render_table(report: dict) -> str:
     ks = report["ks"]
     dataset = report["dataset"]
@@ -51,16 +63,15 @@ def render_table(report: dict) -> str:
         f"embeddings: {embedding['provider']}"
         + (f" ({embedding['dimensions']}-d)" if embedding["dimensions"] else "")
         + f"; token budget {report['token_budget']}",
-        "R@k, nDCG in % over the ranking before packing; tokens and memories per packed "
-        "block; block precision (% of packed memories that are relevant) and block tokens "
-        "per relevant memory packed; latency of one recall call.",
+        "R@k, nDCG in % over the ranking before packing; block hit: % of queries whose "
+        "block holds a relevant memory; memories and tokens of the mean block; block "
+        "precision: % of packed memories that are relevant; block tokens per relevant "
+        "memory packed; latency of one recall call.",
         "",
     ]
     headers = [
         *ranking_headers("run", ks),
-        "tok/block",
-        "mem/block",
-        "block prec",
+        *BLOCK_HEADERS,
         "tok/relevant",
         "p50 ms",
         "p95 ms",
@@ -69,9 +80,7 @@ def render_table(report: dict) -> str:
         [
             run["label"],
             *ranking_cells(run["overall"], ks),
-            f"{run['tokens_per_block']['mean']:.0f}",
-            f"{run['tokens_per_block']['memories_per_block']:.1f}",
-            percent(run["block"]["precision"]),
+            *block_cells(run["block"]),
             f"{run['block']['tokens_per_relevant']:.0f}"
             if run["block"]["tokens_per_relevant"] is not None
             else "-",
@@ -87,9 +96,12 @@ def render_table(report: dict) -> str:
         if run["legs"] is not None and len(run["legs"]) < widest:
             continue  # ablation subsets: their overall figures are enough here
         for part, title in (("by_category", "category"), ("by_conversation", "conversation")):
-            rows = [[name, *ranking_cells(figures, ks)] for name, figures in run[part].items()]
+            rows = [
+                [name, *ranking_cells(figures, ks), *block_cells(figures["block"])]
+                for name, figures in run[part].items()
+            ]
             lines += ["", f"{run['label']} by {title}:"]
-            lines += _rows_table(ranking_headers(title, ks), rows)
+            lines += _rows_table([*ranking_headers(title, ks), *BLOCK_HEADERS], rows)
 
     failures = {run["label"]: run["failed_legs"] for run in report["runs"] if run["failed_legs"]}
     if failures:

@@ -176,13 +176,14 @@ def ranked_candidates(result: RecallResult) -> list[int]:
     """Every candidate the pipeline ranks above its minimum score, best first.
 
     This is the ranking before packing: what made the block plus what the
-    budget left out. Candidates under the minimum score are not retrieved at
-    all, so they do not count.
+    packer left out (past where the scores fall off, or over the budget), so
+    the block's cut changes no R@k. Candidates under the minimum or relative
+    score are not retrieved at all, so they do not count.
     """
     candidates = list(result.memories) + [
         item for item in result.cut if item.cut_reason not in NOT_RETRIEVED
     ]
-    # Stable: on a tie, a packed memory stays ahead of one the budget left out.
+    # Stable: on a tie, a packed memory stays ahead of one the packer left out.
     candidates.sort(key=lambda item: item.score, reverse=True)
     return [item.memory.pk for item in candidates]
 

@@ -29,6 +29,13 @@ MRR (1+.5+1+0+1)/5 = 0.7.
 single-hop (Q1, Q2, Q5): R@1 2/3, R@5 1, MRR 2.5/3; multi-hop (Q3): R@1 .5, MRR 1;
 adversarial (Q4): 0. trip: R@5 (1+1+.5+0)/4 = .625; home: R@5 1.
 Entity leg alone: only Q2 names an entity, and finds t5, not the evidence → all 0.
+
+Blocks (the default profile ends each where the scores fall off): Q1 t1, t2;
+Q2 t5, t3 (t1 and t6 fall off); Q3 t4, t3; Q4 none; Q5 h1. Block hit rate
+4/5 = 0.8, memories (2+2+2+0+1)/5 = 1.4, precision over the four blocks
+(1/2+1/2+1/2+1)/4 = 0.625; single-hop: hit 1, memories 5/3, precision
+(1/2+1/2+1)/3 = 2/3; multi-hop: hit 1, memories 2, precision 1/2;
+adversarial: hit 0, memories 0.
 """
 
 from __future__ import annotations
@@ -107,17 +114,42 @@ def test_it_measures_the_fusion_pipeline_against_hand_computed_figures():
     assert 0 < fusion["latency_ms"]["p50"] <= fusion["latency_ms"]["p95"]
     assert fusion["failed_legs"] == {}
 
+    block = fusion["block"]
+    assert block["hit_rate"] == pytest.approx(0.8)
+    assert block["memories"] == pytest.approx(1.4)
+    assert block["tokens"] == pytest.approx(tokens["mean"])
+    assert block["precision"] == pytest.approx(0.625)
+    single_block = fusion["by_category"]["single-hop"]["block"]
+    assert single_block["hit_rate"] == 1.0
+    assert single_block["memories"] == pytest.approx(5 / 3)
+    assert single_block["precision"] == pytest.approx(2 / 3)
+    multi_block = fusion["by_category"]["multi-hop"]["block"]
+    assert (multi_block["hit_rate"], multi_block["memories"]) == (1.0, 2.0)
+    assert multi_block["precision"] == 0.5
+    adversarial_block = fusion["by_category"]["adversarial"]["block"]
+    assert (adversarial_block["hit_rate"], adversarial_block["memories"]) == (0.0, 0.0)
+    assert fusion["by_conversation"]["home"]["block"]["hit_rate"] == 1.0
+
     # The table shows the same figures, as percentages.
     fusion_row = next(line for line in table.splitlines() if line.startswith("fusion "))
-    assert fusion_row.split()[1:7] == [
+    assert fusion_row.split()[1:10] == [
         "5",
         "50.0",
         "70.0",
         "64.9",
         "0.700",
+        "80.0",
+        "1.4",
         str(round(tokens["mean"])),
+        "62.5",
     ]
-    assert "single-hop" in table and "home" in table
+    header = next(line for line in table.splitlines() if line.startswith("category "))
+    assert header.split()[-5:] == ["hit", "mem/block", "tok/block", "block", "prec"]
+    single_row = next(line for line in table.splitlines() if line.startswith("single-hop "))
+    cells = single_row.split()
+    assert cells[1:4] == ["3", "66.7", "100.0"]
+    assert (cells[-4], cells[-3], cells[-1]) == ("100.0", "1.7", "66.7")
+    assert "home" in table
 
     # Nothing was written to the real database, and the connection is back on it.
     assert connection.settings_dict["NAME"] == home_database

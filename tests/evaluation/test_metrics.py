@@ -106,3 +106,49 @@ def test_it_summarizes_overall_per_category_and_per_conversation():
     assert summary["tokens_per_block"]["max"] == 30
     assert summary["tokens_per_block"]["memories_per_block"] == pytest.approx(5 / 3)
     assert summary["failed_legs"] == {"vector": 1}
+
+
+def test_it_measures_what_the_blocks_hold():
+    def packed(category: str, packed_ids: list[str], relevant: list[str], tokens: int):
+        return QueryOutcome(
+            conversation="c1",
+            category=category,
+            query="q",
+            relevant=relevant,
+            ranked=packed_ids,
+            packed_ids=packed_ids,
+            block_tokens=tokens,
+            packed=len(packed_ids),
+            ms=1.0,
+        )
+
+    outcomes = [
+        packed("single-hop", ["a"], ["a"], 20),  # hit, precision 1
+        packed("single-hop", ["x", "y", "a", "z"], ["a"], 80),  # hit, precision 1/4
+        packed("multi-hop", ["a", "x"], ["a", "b"], 40),  # hit, precision 1/2
+        packed("multi-hop", ["x", "y"], ["a"], 30),  # miss, precision 0
+        packed("distractor", [], ["a"], 0),  # empty block: a miss, no precision
+    ]
+    summary = summarize(outcomes, [1])
+
+    block = summary["block"]
+    assert block["hit_rate"] == pytest.approx(3 / 5)
+    assert block["memories"] == pytest.approx(9 / 5)
+    assert block["tokens"] == pytest.approx(170 / 5)
+    assert block["precision"] == pytest.approx((1 + 0.25 + 0.5 + 0) / 4)
+    assert block["tokens_per_relevant"] == pytest.approx(170 / 3)
+    assert block["relevant_packed"] == pytest.approx(3 / 6)
+
+    single = summary["by_category"]["single-hop"]["block"]
+    assert (single["hit_rate"], single["memories"], single["tokens"]) == (1.0, 2.5, 50.0)
+    assert single["precision"] == pytest.approx(0.625)
+    multi = summary["by_category"]["multi-hop"]["block"]
+    assert (multi["hit_rate"], multi["memories"], multi["precision"]) == (0.5, 2.0, 0.25)
+    distractor = summary["by_category"]["distractor"]["block"]
+    assert (distractor["hit_rate"], distractor["memories"], distractor["precision"]) == (
+        0.0,
+        0.0,
+        0.0,
+    )
+    assert distractor["tokens_per_relevant"] is None
+    assert summary["by_conversation"]["c1"]["block"] == block
