@@ -334,7 +334,15 @@ class MemoryCollectionView(ApiView):
             "actor": owner,
             "via": "api",
         }
-        found = find_related(owner, data["content"], entities=fields["entities"])
+        found = find_related(
+            owner,
+            data["content"],
+            entities=fields["entities"],
+            type=data["type"],
+            about=data.get("about"),
+        )
+        # The caller's about, or the one judged here (with the embedding's help).
+        fields["about"] = data.get("about") or found.about
         if data["mode"] == MemoryCreateSerializer.Mode.REMEMBER:
             memory = remember_once(owner, data["content"], data["type"], found, **fields)
         else:
@@ -428,10 +436,11 @@ class MemoryDetailView(ApiView):
 
             def supersede() -> Response:
                 new = memory.edit(
-                    data["content"],
+                    data.get("content"),
                     type=data.get("type"),
                     entities=data.get("entities"),
                     confidence=data.get("confidence"),
+                    about=data.get("about"),
                     **context,
                 )
                 if new.pk == memory.pk:

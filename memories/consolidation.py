@@ -20,6 +20,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memories import llm
+from memories.about import same_aspect, same_occasion, same_subject
 from memories.models import (
     IllegalTransition,
     InvalidMemory,
@@ -192,8 +193,10 @@ def plan(
     result.archives = [_member(m) for m in _stale_episodic(owner, now)]
     archived = {member.id for member in result.archives}
     for owner_id in _owners_with_embeddings(owner):
-        pairs = near_duplicate_pairs(
-            owner_id, progress=progress, stats=result.search, ef_search=ef_search
+        pairs = one_fact_pairs(
+            near_duplicate_pairs(
+                owner_id, progress=progress, stats=result.search, ef_search=ef_search
+            )
         )
         groups = [
             kept
@@ -220,6 +223,28 @@ def plan(
                 Decay(None, index, group.confidence, decayed_confidence(group.confidence))
             )
     return result
+
+
+def one_fact_pairs(pairs: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The near-duplicate pairs that may be one fact: never two memories about
+    different subjects, known-different aspects, or two occasions of an event
+    ("My brother lives in Porto" and "Lives in Porto" are 0.95 alike)."""
+    pairs = list(pairs)
+    ids = {memory_id for pair in pairs for memory_id in pair}
+    rows = Memory.objects.defer("embedding", "tsv").in_bulk(ids)
+    abouts = {memory_id: row.about for memory_id, row in rows.items()}
+    kept = []
+    for first, second in pairs:
+        if first not in rows or second not in rows:
+            continue
+        a, b = abouts[first], abouts[second]
+        if not same_subject(a, b) or same_aspect(a, b) is False:
+            continue
+        events = rows[first].type == rows[second].type == MemoryType.EPISODIC
+        if events and same_occasion(a.occasion, b.occasion) is False:
+            continue
+        kept.append((first, second))
+    return kept
 
 
 def decayed_confidence(confidence: float) -> float:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
+from memories.about import SET_BY_RULES, about_fields, refined
 from memories.models import Memory
 from retrieval.embeddings import (
     EmbeddingError,
@@ -203,3 +204,22 @@ def store_vectors(
                 [vector_text(vector) for vector in vectors],
             ],
         )
+
+
+def refine_about(memory_id: int, vector, provider) -> bool:
+    """Give a memory the aspect its meaning names, where the rules named none
+    (memories/about.py ``refined``); an about the owner set stays. True when
+    one was written."""
+    row = (
+        Memory.objects.filter(pk=memory_id, about_set_by__in=["", SET_BY_RULES])
+        .exclude(status=Memory.Status.REDACTED)
+        .defer("embedding", "tsv")
+        .first()
+    )
+    if row is None:
+        return False
+    about = row.about
+    better = refined(about, row.type, vector, provider)
+    if better == about and row.about_kind:
+        return False
+    return bool(Memory.objects.filter(pk=memory_id).update(**about_fields(better)))

@@ -330,6 +330,7 @@ def _drop_duplicates(owner, facts: list[Fact]) -> tuple[list[Fact], list[Skipped
             content=fact.content,
             entities=tuple(fact.entities),
             embedding=tuple(vector) if vector is not None else None,
+            type=fact.type,
         )
         for index, (fact, vector) in enumerate(zip(facts, vectors, strict=True))
     ]

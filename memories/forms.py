@@ -9,6 +9,15 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
+from memories.about import (
+    MAX_ASPECT_CHARS,
+    MAX_OCCASION_CHARS,
+    MAX_SUBJECT_CHARS,
+    SELF,
+    SET_BY_OWNER,
+    SUBJECT_KINDS,
+    About,
+)
 from memories.models import (
     MAX_ENTITIES,
     MAX_ENTITY_CHARS,
@@ -97,21 +106,114 @@ class MemoryAddForm(MemoryFieldsForm):
 
 
 class MemoryEditForm(MemoryFieldsForm):
-    """A new version of a memory: supersede on an active one, edit-then-confirm on a proposal."""
+    """A new version of a memory: supersede on an active one, edit-then-confirm on a
+    proposal (optionally as the new version of an active memory it updates), and
+    what the memory is about, which the owner may correct."""
 
+    about_subject = forms.CharField(
+        required=False,
+        max_length=MAX_SUBJECT_CHARS,
+        strip=True,
+        label="About whom or what",
+        help_text='"you", or a person, pet, organisation or thing: "brother Tom", "Biscuit".',
+        widget=forms.TextInput(attrs={"dir": "auto"}),
+    )
+    about_kind = forms.ChoiceField(
+        choices=[(kind, kind.capitalize()) for kind in SUBJECT_KINDS],
+        label="Which is",
+        initial=SELF,
+    )
+    about_aspect = forms.CharField(
+        required=False,
+        max_length=MAX_ASPECT_CHARS,
+        strip=True,
+        label="Aspect",
+        help_text='What about them: "home", "job", "commute", "preference:seat", ….',
+    )
+    about_occasion = forms.CharField(
+        required=False,
+        max_length=MAX_OCCASION_CHARS,
+        strip=True,
+        label="Occasion (events)",
+        help_text='When, for an event: "2019-05", "2027-04-12".',
+    )
+    replaces = forms.TypedChoiceField(
+        required=False,
+        coerce=int,
+        empty_value=None,
+        label="Confirm as",
+        widget=forms.RadioSelect,
+    )
     reason = forms.CharField(
         required=False, max_length=MAX_REASON_CHARS, strip=True, label="Reason (optional)"
     )
 
+    def __init__(self, *args, replaceable: list[Memory] | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # A proposal may be confirmed as the new version of an active memory it
+        # repeats or updates; anything else has nothing to replace.
+        self.replaceable = replaceable or []
+        if self.replaceable:
+            self.fields["replaces"].choices = [("", "a new memory, beside the others")] + [
+                (str(memory.pk), f"the new version of #{memory.pk}: {memory.content[:80]}")
+                for memory in self.replaceable
+            ]
+        else:
+            del self.fields["replaces"]
+
     @classmethod
-    def for_memory(cls, memory: Memory) -> MemoryEditForm:
+    def for_memory(
+        cls, memory: Memory, replaceable: list[Memory] | None = None, replaces: int | None = None
+    ) -> MemoryEditForm:
+        about = memory.about
         return cls(
             initial={
                 "content": memory.content,
                 "type": memory.type,
                 "entities": ", ".join(memory.entity_refs),
-            }
+                "about_subject": "you" if about.kind == SELF else about.subject,
+                "about_kind": about.kind,
+                "about_aspect": about.aspect,
+                "about_occasion": about.occasion,
+                "replaces": replaces,
+            },
+            replaceable=replaceable,
         )
+
+    def about_given(self, memory: Memory) -> About | None:
+        """The about the owner set, or None when the fields still say what the
+        memory's about already says (a new text then gets its about read anew)."""
+        data = self.cleaned_data
+        kind = data["about_kind"]
+        subject = data["about_subject"]
+        if kind == SELF or subject.casefold() in {"you", "me", "self", "myself", "owner"}:
+            kind, subject = SELF, SELF
+        given = About(
+            subject=subject or SELF,
+            kind=kind,
+            aspect=" ".join(data["about_aspect"].lower().split()),
+            occasion=data["about_occasion"],
+            set_by=SET_BY_OWNER,
+        )
+        current = memory.about
+        if (given.subject, given.kind, given.aspect, given.occasion) == (
+            current.subject,
+            current.kind,
+            current.aspect,
+            current.occasion,
+        ):
+            return None
+        return given
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if (
+            data.get("about_kind")
+            and data["about_kind"] != SELF
+            and data.get("about_subject", "").casefold() in {"", "you", "self"}
+        ):
+            self.add_error("about_subject", "Say whom or what it is about.")
+        return data
 
 
 class MemoryIdsField(forms.Field):

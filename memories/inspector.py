@@ -17,6 +17,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
+from memories.about import SELF, aspect_label, subject_phrase
 from memories.models import Memory
 from memories.vocabulary import type_name
 from retrieval.constants import (
@@ -31,7 +32,6 @@ from retrieval.constants import (
     RELEVANCE_WEIGHT,
     RERANK_TOP,
     RRF,
-    SUPERSEDE_SIMILARITY,
     SUPERSEDE_TOP,
     SUPERSEDED_FACTOR,
     TYPE_PROFILES,
@@ -142,6 +142,15 @@ def _leg_parts(parts: dict[str, Any], profile: FusionProfile) -> dict[str, float
 
 def _ordered_legs(ranks: dict[str, int]) -> list[str]:
     return [leg for leg in LEGS if leg in ranks] + sorted(set(ranks) - set(LEGS))
+
+
+def replaced_for_now(parts: dict[str, Any]) -> str:
+    """ "a newer memory about your commute, #12, replaces it for now"."""
+    about = parts.get("superseded_about") or {}
+    subject = subject_phrase(about.get("subject", SELF), about.get("kind", SELF))
+    aspect = aspect_label(about.get("aspect", ""))
+    what = f"your {aspect}" if subject == "you" and aspect else f"{subject} · {aspect}".strip(" ·")
+    return f"a newer memory about {what}, #{parts['superseded_by_newer']}, replaces it for now"
 
 
 def _age_factor(parts: dict[str, Any]) -> float:
@@ -380,7 +389,7 @@ def _age_effect(pipeline: str, item: ScoredMemory) -> str:
     parts = item.parts
     if pipeline == "fusion":
         if "superseded_by_newer" in parts:
-            return f"a newer memory, #{parts['superseded_by_newer']}, says how things stand now"
+            return replaced_for_now(parts)
         if isinstance(parts.get("current_state"), int | float):
             return f"counts {_age_factor(parts):.0%}: the message asks how things stand now"
         if not isinstance(parts.get("decay"), int | float):
@@ -462,10 +471,7 @@ def _fusion_steps(item: ScoredMemory, profile: FusionProfile) -> list[str]:
                     f" → {part:.2f}"
                 )
     if "superseded_by_newer" in parts:
-        steps.append(
-            f"a newer memory about the same subject (#{parts['superseded_by_newer']}) "
-            f"→ × {SUPERSEDED_FACTOR:g}"
-        )
+        steps.append(f"{replaced_for_now(parts)} → below it, × {SUPERSEDED_FACTOR:g} at least")
     if isinstance(parts.get("current_state"), int | float):
         steps.append(
             f"asked how things stand now: newer counts more → × {parts['current_state']:.2f}"
@@ -611,9 +617,10 @@ def legend(pipeline: str, profile_name: str = "default") -> list[LegendEntry]:
                 "Age alone lowers nothing: an old fact nobody contradicted is still true."
                 + (
                     " When the message asks how things stand now, a fact or preference "
-                    f"among the best {SUPERSEDE_TOP} with a newer memory about the same "
-                    f"subject (similarity {SUPERSEDE_SIMILARITY:g}+) counts "
-                    f"× {SUPERSEDED_FACTOR:g}, and newer memories count more."
+                    f"among the best {SUPERSEDE_TOP} that a newer one replaces (about the "
+                    "same subject and aspect: your home, your brother's job) drops below it, "
+                    f"× {SUPERSEDED_FACTOR:g} at least; nothing about another subject or "
+                    "aspect does that; and newer memories count a little more."
                     if profile.current_state
                     else ""
                 ),

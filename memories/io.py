@@ -30,6 +30,14 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from tqdm import tqdm
 
+from memories.about import (
+    SET_BY_IMPORT,
+    About,
+    about_fields,
+    checked_about,
+    derive_about,
+    owner_names_of,
+)
 from memories.memory_json import EXPORT_FIELDS, memory_to_dict
 from memories.models import (
     MAX_REASON_CHARS,
@@ -200,8 +208,20 @@ def parse_line(text: str, *, now: datetime) -> tuple[int | str | None, int | str
             "session_id": _session_id(record),
             "metadata": _metadata(record),
             "embedding": embedding,
+            "about": _about(record),
         },
     )
+
+
+def _about(record: dict) -> About | None:
+    """The line's ``about``, kept as the file says (an export carries the
+    owner's corrections); None when absent, and then derived from the text."""
+    if record.get("about") is None:
+        return None
+    try:
+        return checked_about(record["about"], set_by=SET_BY_IMPORT)
+    except ValueError as error:
+        raise BadLine(str(error))
 
 
 def _contains_nul(value: Any) -> bool:
@@ -555,6 +575,7 @@ def _insert(
     finder = EntityFinder(known=owner_entity_keys(owner.pk))
     for item in good:
         finder.learn(item.fields["entity_refs"] or ())
+    owner_names = owner_names_of(owner)
     with transaction.atomic(), connection.cursor() as cursor:
         # In file order, so an export lists the memories in the order they came.
         ids = sorted(_reserve_ids(cursor, len(good)))
@@ -584,6 +605,7 @@ def _insert(
                         fields["created_at"],
                         fields["last_confirmed_at"],
                         pk_of_key[item.successor_key] if item.depth else None,
+                        *_about_columns(fields, entities, owner_names),
                     )
                 )
                 if written % BATCH_SIZE == 0:
@@ -610,6 +632,22 @@ def _insert(
                 )
 
 
+def _about_columns(
+    fields: dict, entities: list[str], owner_names: tuple[str, ...]
+) -> tuple[str, ...]:
+    about = fields["about"] or derive_about(
+        fields["content"],
+        fields["type"],
+        entities=entities,
+        written=fields["created_at"],
+        owner_names=owner_names,
+    )
+    if fields["status"] == Memory.Status.REDACTED:
+        # A redacted row keeps nothing its text said.
+        return ("", "", "", "", "")
+    return tuple(about_fields(about)[column] for column in ABOUT_COLUMNS)
+
+
 def _event_data(item: ParsedLine) -> dict[str, Any]:
     """Where the memory came from: its line, and its id in the file if it had one."""
     return {"line": item.line} if item.key is None else {"line": item.line, "id": item.key}
@@ -630,7 +668,13 @@ MEMORY_COLUMNS = (
     "created_at",
     "last_confirmed_at",
     "superseded_by",
+    "about_subject",
+    "about_kind",
+    "about_aspect",
+    "about_occasion",
+    "about_set_by",
 )
+ABOUT_COLUMNS = MEMORY_COLUMNS[-5:]
 STAMP_COLUMNS = ("memory", "owner", "last_retrieved_at")
 EVENT_COLUMNS = ("memory", "owner", "action", "via", "reason", "data", "at")
 

@@ -35,6 +35,7 @@ FIELDS: dict[str, Callable[[Memory], Any]] = {
     "metadata": lambda memory: memory.metadata,
     "embedding": lambda memory: vector_list(memory.embedding),
     "superseded_by": lambda memory: memory.superseded_by_id,
+    "about": lambda memory: None if memory.status == "redacted" else memory.about.to_dict(),
 }
 
 # What the API answers with (memories/serializers.py MemorySerializer documents it).
@@ -51,6 +52,7 @@ API_FIELDS = (
     "last_confirmed_at",
     "last_retrieved_at",
     "superseded_by",
+    "about",
 )
 # One export line (docs/import-export.md); ``id``/``superseded_by`` let import rebuild chains.
 EXPORT_FIELDS = (
@@ -68,6 +70,7 @@ EXPORT_FIELDS = (
     "metadata",
     "embedding",
     "superseded_by",
+    "about",
 )
 
 

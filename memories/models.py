@@ -25,6 +25,16 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 from pgvector.django import HalfVectorField, HnswIndex, VectorField
 
+from memories.about import (
+    MAX_ASPECT_CHARS,
+    MAX_OCCASION_CHARS,
+    MAX_SUBJECT_CHARS,
+    About,
+    about_fields,
+    about_of,
+    derive_about,
+    owner_names_of,
+)
 from memories.matching import search_terms, term_pattern
 
 if TYPE_CHECKING:
@@ -448,6 +458,21 @@ class Memory(models.Model):
     superseded_by = models.ForeignKey(
         "self", models.PROTECT, null=True, blank=True, related_name="supersedes"
     )
+    # What this version is about (memories/about.py): whom or what, which aspect
+    # of it, and for an event which occasion. Derived from the text when written
+    # (``about_set_by`` "rules"), or given by the owner or an import. An empty
+    # kind means not derived yet (``manage.py derive_about`` fills it).
+    about_subject = models.CharField(
+        max_length=MAX_SUBJECT_CHARS, blank=True, default="", db_default=""
+    )
+    about_kind = models.CharField(max_length=16, blank=True, default="", db_default="")
+    about_aspect = models.CharField(
+        max_length=MAX_ASPECT_CHARS, blank=True, default="", db_default=""
+    )
+    about_occasion = models.CharField(
+        max_length=MAX_OCCASION_CHARS, blank=True, default="", db_default=""
+    )
+    about_set_by = models.CharField(max_length=8, blank=True, default="", db_default="")
 
     objects = MemoryManager()
 
@@ -483,8 +508,16 @@ class Memory(models.Model):
             models.CheckConstraint(
                 name="memory_redacted_is_blank",
                 condition=~Q(status="redacted")
-                | Q(content=REDACTED_CONTENT, entity_refs=[], embedding__isnull=True),
-                violation_error_message="A redacted memory keeps no text, entities or embedding.",
+                | Q(
+                    content=REDACTED_CONTENT,
+                    entity_refs=[],
+                    embedding__isnull=True,
+                    about_subject="",
+                    about_aspect="",
+                    about_occasion="",
+                ),
+                violation_error_message="A redacted memory keeps no text, entities, embedding "
+                "or about.",
             ),
             models.CheckConstraint(
                 name="memory_not_own_successor", condition=~Q(superseded_by=F("id"))
@@ -508,6 +541,11 @@ class Memory(models.Model):
         raise MemoryIsPermanent()
 
     # --- reading ---------------------------------------------------------------
+
+    @property
+    def about(self) -> About:
+        """What this version is about (memories/about.py); derived when not stored yet."""
+        return about_of(self)
 
     @property
     def entities(self) -> list[str]:
@@ -572,6 +610,7 @@ class Memory(models.Model):
         actor=None,
         via: str = "api",
         reason: str = "",
+        about: About | None = None,
     ) -> Memory:
         """Stage a memory for the owner's confirmation queue."""
         return cls._create(
@@ -588,6 +627,7 @@ class Memory(models.Model):
             via=via,
             reason=reason,
             action=MemoryEvent.Action.PROPOSED,
+            about=about,
         )
 
     @classmethod
@@ -604,6 +644,7 @@ class Memory(models.Model):
         via: str = "api",
         reason: str = "",
         replaces: Memory | None = None,
+        about: About | None = None,
     ) -> Memory:
         """The owner's explicit fact: active at once, full confidence.
 
@@ -623,6 +664,7 @@ class Memory(models.Model):
                 actor=actor,
                 via=via,
                 reason=reason,
+                about=about,
             )
         return cls._create(
             owner,
@@ -638,6 +680,7 @@ class Memory(models.Model):
             via=via,
             reason=reason,
             action=MemoryEvent.Action.CREATED,
+            about=about,
         )
 
     @classmethod
@@ -657,6 +700,7 @@ class Memory(models.Model):
         via: str,
         reason: str,
         action: str,
+        about: About | None = None,
     ) -> Memory:
         check_content(content)
         given = check_entities(entities)
@@ -664,12 +708,17 @@ class Memory(models.Model):
         MemoryEvent.Via(via)
         now = timezone.now()
         with transaction.atomic():
+            entity_refs = given or _found_entities(owner.pk, content)
+            about = about or derive_about(
+                content, type, entities=entity_refs, written=now, owner_names=owner_names_of(owner)
+            )
             memory = cls.objects.create(
                 owner=owner,
                 type=type,
                 content=content,
                 status=status,
-                entity_refs=given or _found_entities(owner.pk, content),
+                entity_refs=entity_refs,
+                **about_fields(about),
                 confidence=confidence,
                 source=source,
                 session_id=session_id,
@@ -791,6 +840,8 @@ class Memory(models.Model):
         *,
         type: str | None = None,
         entities: Iterable[str] | None = None,
+        about: About | None = None,
+        replaces: Memory | None = None,
         actor=None,
         via: str = "page",
         reason: str = "",
@@ -801,29 +852,60 @@ class Memory(models.Model):
         source (remember), not the assistant's; the proposal stays in its
         chain. Returns the new head; an edit that changes nothing
         (``is_unchanged_by``) confirms the proposal as it is and returns it.
+
+        With ``replaces`` (an active memory of the same owner), the edited text
+        also becomes that memory's new version, in the same transaction: edit
+        and "confirm as a new version of #N" are one step.
         """
         with transaction.atomic():
             row = self._locked()
             if row.status != Memory.Status.PROPOSED:
                 raise IllegalTransition(row, "confirm")
-            if row.is_unchanged_by(content, type=type, entities=entities):
-                return self.confirm(actor=actor, via=via, reason=reason)
+            if row.is_unchanged_by(content, type=type, entities=entities, about=about):
+                return self.confirm(actor=actor, via=via, reason=reason, replaces=replaces)
+            if replaces is not None:
+                replaced = replaces._locked()
+                if replaced.owner_id != row.owner_id:
+                    raise ValueError("A memory can only replace one of the same owner.")
+                if replaced.pk == row.pk:
+                    raise ValueError("A memory cannot replace itself.")
+                if replaced.status != Memory.Status.ACTIVE:
+                    raise IllegalTransition(
+                        replaced, "replace", "only an active memory is replaced"
+                    )
             new = self.supersede(
                 content,
                 type=type,
                 entities=entities,
+                about=about,
                 confidence=1.0,
                 source=Memory.Source.REMEMBER,
                 actor=actor,
                 via=via,
                 reason=reason,
             )
+            confirmed = {"from": Memory.Status.PROPOSED, "edited": self.pk}
+            if replaces is not None:
+                now = new.created_at
+                replaced.status = Memory.Status.SUPERSEDED
+                replaced.superseded_by = new
+                lifetime = _lifetime_change(replaced, Memory.Status.ACTIVE, replaced.status, now)
+                replaced.save(update_fields=["status", "superseded_by", *lifetime])
+                replaced.log(
+                    MemoryEvent.Action.SUPERSEDED,
+                    actor=actor,
+                    via=via,
+                    reason=reason,
+                    data={"from": Memory.Status.ACTIVE, "successor": new.pk},
+                )
+                confirmed["replaces"] = replaced.pk
+                replaces._refresh_from(replaced)
             new.log(
                 MemoryEvent.Action.CONFIRMED,
                 actor=actor,
                 via=via,
                 reason=reason,
-                data={"from": Memory.Status.PROPOSED, "edited": self.pk},
+                data=confirmed,
             )
         return new
 
@@ -883,10 +965,13 @@ class Memory(models.Model):
         type: str | None = None,
         entities: Iterable[str] | None = None,
         confidence: float | None = None,
+        about: About | None = None,
     ) -> bool:
         """Would a new version with these values say exactly what this one says?
         (``None``: keep this one's; entities as ``supersede`` would give them.)"""
         if content is not None and content != self.content:
+            return False
+        if about is not None and about_fields(about) != about_fields(self.about):
             return False
         if type is not None and type != self.type:
             return False
@@ -901,6 +986,7 @@ class Memory(models.Model):
         type: str | None = None,
         entities: Iterable[str] | None = None,
         confidence: float | None = None,
+        about: About | None = None,
         actor=None,
         via: str = "api",
         reason: str = "",
@@ -919,7 +1005,7 @@ class Memory(models.Model):
         with transaction.atomic():
             row = self._locked()
             if row.status in (Memory.Status.ACTIVE, Memory.Status.PROPOSED) and row.is_unchanged_by(
-                content, type=type, entities=entities, confidence=confidence
+                content, type=type, entities=entities, confidence=confidence, about=about
             ):
                 if row.status == Memory.Status.ACTIVE:
                     return self._refresh_from(row)
@@ -929,6 +1015,7 @@ class Memory(models.Model):
                 type=type,
                 entities=entities,
                 confidence=confidence,
+                about=about,
                 actor=actor,
                 via=via,
                 reason=reason,
@@ -943,6 +1030,7 @@ class Memory(models.Model):
         confidence: float | None = None,
         source: str | None = None,
         session_id: str | None = None,
+        about: About | None = None,
         actor=None,
         via: str = "api",
         reason: str = "",
@@ -963,12 +1051,14 @@ class Memory(models.Model):
             if old.status not in (Memory.Status.ACTIVE, Memory.Status.PROPOSED):
                 raise IllegalTransition(old, "supersede")
             now = timezone.now()
+            entity_refs = _successor_entities(old, content, entities)
             new = Memory.objects.create(
                 owner_id=old.owner_id,
                 type=type or old.type,
                 content=old.content if content is None else content,
                 status=Memory.Status.ACTIVE,
-                entity_refs=_successor_entities(old, content, entities),
+                entity_refs=entity_refs,
+                **about_fields(about or _successor_about(old, content, type, entity_refs, now)),
                 confidence=old.confidence if confidence is None else confidence,
                 source=source or old.source,
                 session_id=old.session_id if session_id is None else session_id,
@@ -1051,6 +1141,15 @@ class Memory(models.Model):
                 source=cls.Source.CONSOLIDATION,
                 session_id="",
                 metadata={"merged_from": ids},
+                **about_fields(
+                    derive_about(
+                        content,
+                        type or by_strength[0].type,
+                        entities=entities,
+                        written=max(row.created_at for row in rows),
+                        owner_names=owner_names_of(rows[0].owner),
+                    )
+                ),
                 embedding=list(embedding) if embedding is not None else None,
                 created_at=now,
                 last_confirmed_at=max(row.confirmed_or_created_at for row in rows),
@@ -1151,12 +1250,22 @@ class Memory(models.Model):
                 version.content = REDACTED_CONTENT
                 version.entity_refs = []
                 version.embedding = None
+                # What it was about names people and things the text said.
+                for name in about_fields(About()):
+                    setattr(version, name, "")
                 version.metadata = redaction.scrub(
                     version.metadata,
                     redaction.needles_of([texts[version.pk], *entities[version.pk]]),
                 )
                 version.save(
-                    update_fields=["status", "content", "entity_refs", "embedding", "metadata"]
+                    update_fields=[
+                        "status",
+                        "content",
+                        "entity_refs",
+                        "embedding",
+                        "metadata",
+                        *about_fields(About()),
+                    ]
                 )
                 events.append(
                     version.log(
@@ -1254,6 +1363,23 @@ def _successor_entities(
     if content is None or content == old.content:
         return normalize_entities(old.entity_refs)
     return _found_entities(old.owner_id, content)
+
+
+def _successor_about(
+    old: Memory, content: str | None, type: str | None, entity_refs: list[str], now: datetime
+) -> About:
+    """A new version's about when none is given: the old one's while the text and
+    type stay the same (an owner's correction included); else derived anew."""
+    unchanged = (content is None or content == old.content) and (type in (None, old.type))
+    if unchanged and old.about_kind:
+        return old.about
+    return derive_about(
+        old.content if content is None else content,
+        type or old.type,
+        entities=entity_refs,
+        written=now,
+        owner_names=owner_names_of(old.owner),
+    )
 
 
 def _after_write(memory_id: int) -> None:

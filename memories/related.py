@@ -38,6 +38,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from memories.about import (
+    About,
+    aspect_label,
+    derive_about,
+    is_multi_valued,
+    owner_names_of,
+    refined,
+    same_occasion,
+    same_subject,
+    topic_of,
+)
 from memories.models import Memory
 from retrieval.embeddings import EmbeddingError, get_provider
 from retrieval.legs import run_step
@@ -49,7 +60,11 @@ logger = logging.getLogger(__name__)
 
 DUPLICATE = "duplicate"
 UPDATE = "update"
-RELATIONS = (DUPLICATE, UPDATE)
+# Close, but not the same fact nor a version of it (another person, another
+# occasion, another aspect, another object): shown for reference, never with
+# an action that replaces or rejects.
+SEE_ALSO = "see_also"
+RELATIONS = (DUPLICATE, UPDATE, SEE_ALSO)
 
 # --- thresholds (chosen on the dev split of the labelled pairs; docs/review.md) ---
 
@@ -68,6 +83,27 @@ UPDATE_MIN_LEXICAL = 0.20
 UPDATE_MIN_LEXICAL_WITH_ENTITY = 0.25
 # ... and, without a shared entity, at least this many lexemes in common.
 UPDATE_MIN_SHARED_LEXEMES = 2
+
+# With embeddings, a pair about the same subject and aspect this close, with no
+# value that conflicts and no sign of a change, says the same thing however
+# worded (a paraphrase with no word in common is about 0.6 to 0.8 alike).
+ABOUT_DUPLICATE_MIN_COSINE = 0.62
+# A pair whose texts differ in one or two words only ("an aisle seat" / "a
+# window seat") swaps a value unless it is this close (a synonym swapped).
+SUBSTITUTION_DUPLICATE_MIN_COSINE = 0.93
+# When either side's aspect is unknown, only pairs this close are judged at all.
+UNKNOWN_ASPECT_MIN_COSINE = 0.72
+# A pair about the same subject and aspect of several values ("allergic to
+# penicillin" / "allergic to cats") is about one object when they share a
+# content word or a value, or are this close.
+SAME_OBJECT_MIN_COSINE = 0.85
+# A pair about one subject this close, sharing an object, is one fact even
+# when the two were given different aspects.
+SAME_FACT_MIN_COSINE = 0.88
+# A near pair reported as "see also": this close, or sharing a named entity.
+SEE_ALSO_MIN_COSINE = 0.60
+SEE_ALSO_MIN_LEXICAL = 0.40
+MAX_SEE_ALSO = 3
 
 # --- search bounds ---
 
@@ -274,6 +310,46 @@ class PairSignals:
     other_person: bool
     # Equal once case, spacing and closing punctuation are set aside.
     same_text: bool
+    # What each side is about (memories/about.py), and what follows from it.
+    old_about: About | None = None
+    new_about: About | None = None
+    same_subject: bool = True
+    # None: either side's aspect is unknown.
+    same_aspect: bool | None = None
+    # Events only: None when either occasion is unknown or a side is no event.
+    same_occasion: bool | None = None
+    # The aspect holds several values at once (allergies, hobbies, trips).
+    multi_valued: bool = False
+    # The two sides name one object: a shared content word or value.
+    shared_object: bool = False
+    # The texts differ in a word or two only: a value swapped in one frame.
+    substitution: bool = False
+    disjoint: bool = False
+    # The words swapped include an opening word on each side: the verb of
+    # the sentence reworded, not a value.
+    frame_swap: bool = False
+    # A value (name, number, date) both name.
+    shared_value: bool = False
+    # Both are events, on a date each text names, and the dates differ in the day.
+    redated: bool = False
+
+    @property
+    def why(self) -> str:
+        """Why the pair is or is not related, in the owner's words."""
+        if self.old_about is None or self.new_about is None:
+            return ""
+        if not self.same_subject:
+            return f"about {self.new_about.subject_phrase}, not {self.old_about.subject_phrase}"
+        if self.same_aspect is False:
+            return (
+                f"about {aspect_label(self.new_about.aspect) or 'something else'}, "
+                f"not {aspect_label(self.old_about.aspect) or 'the same'}"
+            )
+        if self.same_occasion is False:
+            return "another occasion"
+        if self.multi_valued and not self.shared_object:
+            return "another one of several"
+        return ""
 
     @classmethod
     def of(
@@ -286,12 +362,34 @@ class PairSignals:
         old_entities: Iterable[str] = (),
         new_entities: Iterable[str] = (),
         cosine: float | None = None,
+        old_about: About | None = None,
+        new_about: About | None = None,
+        old_type: str = "",
+        new_type: str = "",
     ) -> PairSignals:
+        old_entities, new_entities = tuple(old_entities), tuple(new_entities)
         old_lex, new_lex = set(old_lexemes), set(new_lexemes)
         union = old_lex | new_lex
         old_values = value_tokens(old_text, old_entities)
         new_values = value_tokens(new_text, new_entities)
+        if old_about is not None and new_about is not None:
+            # "U of T" names no value "University of Toronto" lacks; "English-to-Czech"
+            # holds "English" and "Czech".
+            old_values, new_values = _plain_values(old_values), _plain_values(new_values)
+        judged = _about_signals(
+            old_text,
+            new_text,
+            old_lex,
+            new_lex,
+            old_values,
+            new_values,
+            old_about,
+            new_about,
+            old_type,
+            new_type,
+        )
         return cls(
+            **judged,
             cosine=None if cosine is None or not math.isfinite(cosine) else float(cosine),
             lexical=len(old_lex & new_lex) / len(union) if union else 0.0,
             shared_lexemes=len(old_lex & new_lex),
@@ -299,12 +397,172 @@ class PairSignals:
                 {e.casefold() for e in old_entities} & {e.casefold() for e in new_entities}
             ),
             value_conflict=bool(old_values - new_values) and bool(new_values - old_values),
-            changed=says_changed(old_text, new_text),
+            changed=says_changed(old_text, new_text)
+            or (old_about is not None and bool(_CORRECTION.search(new_text))),
             adds_detail=bool(old_lex) and old_lex < new_lex,
             replaces_words=bool(old_lex - new_lex) and bool(new_lex - old_lex),
             other_person=about_someone_else(old_text, new_text, old_entities, new_entities),
             same_text=normalized_text(old_text) == normalized_text(new_text),
         )
+
+
+# Lexemes that carry no object: the frame of a fact, not what it is about.
+_FRAME_LEXEMES = frozenset(
+    [
+        "like",
+        "love",
+        "enjoy",
+        "prefer",
+        "hate",
+        "dislik",
+        "favourit",
+        "favorit",
+        "take",
+        "taken",
+        "use",
+        "get",
+        "got",
+        "go",
+        "went",
+        "realli",
+        "also",
+        "alway",
+        "usual",
+        "often",
+        "still",
+        "now",
+        "new",
+        "old",
+        "one",
+        "thing",
+        "lot",
+        "much",
+        "mani",
+        "day",
+        "week",
+        "year",
+        "time",
+        "month",
+        "morn",
+        "even",
+        "night",
+        "weekend",
+        "today",
+        "recent",
+        "last",
+        "next",
+        "first",
+        "second",
+        "back",
+        "start",
+        "stop",
+    ]
+)
+
+
+# A new text that corrects an old one: "…, not Lanzarote", "actually on the 12th".
+_CORRECTION = re.compile(r",\s*not\b|\bactually\b|\bcorrect(?:ion|ed)\b|\binstead\b", re.I)
+
+
+def _plain_values(values: set[str]) -> set[str]:
+    parts = {part for value in values for part in value.split("-")}
+    return {part for part in parts if len(part) > 1 or part.isdigit()}
+
+
+def _merge_prefixes(words: set[str]) -> set[str]:
+    """Lexemes with a shorter stem of the same word folded into it ("allerg",
+    "allergi"): the English stemmer's forms of one word differ in the tail."""
+    return {word for word in words if not any(o != word and word.startswith(o) for o in words)}
+
+
+def _same_word(first: str, second: str) -> bool:
+    shorter, longer = sorted((first, second), key=len)
+    return len(shorter) >= 4 and longer.startswith(shorter) or first == second
+
+
+def _about_signals(
+    old_text: str,
+    new_text: str,
+    old_lex: set[str],
+    new_lex: set[str],
+    old_values: set[str],
+    new_values: set[str],
+    old_about: About | None,
+    new_about: About | None,
+    old_type: str,
+    new_type: str,
+) -> dict:
+    if old_about is None or new_about is None:
+        return {}
+    old_only = {w for w in old_lex if not any(_same_word(w, o) for o in new_lex)}
+    new_only = {w for w in new_lex if not any(_same_word(w, o) for o in old_lex)}
+    shared = (old_lex - old_only) - _FRAME_LEXEMES
+    same_aspect = (
+        None
+        if not old_about.aspect or not new_about.aspect
+        else topic_of(old_about.aspect) == topic_of(new_about.aspect)
+    )
+    both_events = old_type == new_type == "episodic"
+    same_event = (
+        same_occasion(old_about.occasion, new_about.occasion, new_text=new_text)
+        if both_events
+        else None
+    )
+    aspect_words = _aspect_lexemes(old_about.aspect)
+    # The opening words of a fact are its frame ("Grows corn", "Can cook dal"):
+    # sharing them says nothing of the object.
+    leading = _leading_words(old_text) | _leading_words(new_text)
+    object_words = {
+        w
+        for w in shared
+        if not any(_same_word(w, a) for a in aspect_words)
+        and not any(word.startswith(w[:4]) for word in leading)
+    }
+    shared_values = old_values & new_values
+    if old_values - new_values and new_values - old_values and not shared_values:
+        # Each names something the other does not ("Netflix" / "Disney+"): two objects.
+        object_words = set()
+    dated = not old_about.occasion.startswith("~") and not new_about.occasion.startswith("~")
+    redated = bool(same_event and dated and old_about.occasion != new_about.occasion)
+    redated = redated and len(old_about.occasion) == len(new_about.occasion) == 10
+    if same_event and dated and object_words:
+        # One dated event told twice, whatever its words say it was about
+        # ("saw Take That live" / "went to see Take That", both May 2024).
+        same_aspect = True
+    return {
+        "old_about": old_about,
+        "new_about": new_about,
+        "same_subject": same_subject(old_about, new_about),
+        "same_aspect": same_aspect,
+        "same_occasion": same_event,
+        "redated": redated,
+        "multi_valued": is_multi_valued(new_about.aspect or old_about.aspect)
+        and is_multi_valued(old_about.aspect or new_about.aspect),
+        "shared_object": bool(object_words) or bool(shared_values),
+        "shared_value": bool(shared_values),
+        "frame_swap": any(
+            any(w.startswith(o[:4]) for w in _leading_words(old_text)) for o in old_only
+        )
+        and any(any(w.startswith(o[:4]) for w in _leading_words(new_text)) for o in new_only),
+        # Not a word in common: a paraphrase, or another fact altogether.
+        "disjoint": not (old_lex - old_only),
+        "substitution": bool(old_only)
+        and bool(new_only)
+        and len(old_only) <= 2
+        and len(new_only) <= 2
+        and len(old_lex - old_only) >= 2,
+    }
+
+
+def _leading_words(text: str) -> set[str]:
+    return {word.lower() for word in re.findall(r"[\w']+", text)[:2]}
+
+
+def _aspect_lexemes(aspect: str) -> set[str]:
+    """Rough stems of an aspect's own name ("allergy" -> "allerg"): a shared
+    "allergic" says nothing of the object."""
+    words = aspect.replace("preference:", " ").replace("-", " ").split()
+    return {word[: max(4, len(word) - 2)] for word in words}
 
 
 @dataclass(frozen=True)
@@ -326,9 +584,13 @@ def classify(
     """(relation or None for unrelated, score in [0, 1]) of one pair.
 
     The score is the cosine when there are embeddings, else the lexeme overlap.
+    With what each side is about (``old_about``/``new_about``), the pair is
+    judged by subject, aspect and occasion (``classify_by_about``).
     """
     if signals.same_text:
         return DUPLICATE, 1.0
+    if signals.old_about is not None and signals.new_about is not None:
+        return classify_by_about(signals)
     if signals.other_person:
         return None, 0.0
     differs = signals.value_conflict or signals.changed or signals.adds_detail
@@ -351,6 +613,80 @@ def classify(
     else:
         floor = thresholds.update_min_lexical
     return (UPDATE, score) if score >= floor else (None, score)
+
+
+def classify_by_about(signals: PairSignals) -> tuple[str | None, float]:
+    """Duplicate, update, see also or unrelated, judged by what the two are about.
+
+    - another subject, another aspect, another occasion, or another object of
+      an aspect with several values (two allergies): not related; close ones
+      are "see also";
+    - otherwise one fact: a duplicate when nothing in it differs (however
+      worded), an update when a value differs or the new text says it changed.
+    An unknown aspect on either side is judged by closeness alone, strictly.
+    """
+    cosine = signals.cosine
+    score = max(0.0, min(1.0, cosine)) if cosine is not None else signals.lexical
+    # A paraphrase of an attribute with several values shares no word at all
+    # ("Is teetotal" / "Never drinks alcohol"); another value shares the frame
+    # ("Allergic to penicillin" / "Allergic to cats").
+    same_object = (
+        signals.shared_object
+        or _very_close(signals)
+        or (signals.disjoint and signals.same_aspect is True and not signals.value_conflict)
+    )
+    # Aspects are read from a few words; a pair this close naming the same
+    # values is one fact whatever aspect each was given.
+    aspect_differs = signals.same_aspect is False and not (
+        cosine is not None and cosine >= SAME_FACT_MIN_COSINE and signals.shared_object
+    )
+    related_elsewhere = (
+        not signals.same_subject
+        or aspect_differs
+        or signals.same_occasion is False
+        or (signals.multi_valued and not same_object)
+    )
+    if related_elsewhere:
+        return (SEE_ALSO, score) if _near(signals) else (None, score)
+    # An unknown aspect: close enough, or a change that names what it changes
+    # ("Has switched from Trados to memoQ" / "Uses SDL Trados").
+    if signals.same_aspect is None and not (
+        cosine is not None
+        and cosine >= UNKNOWN_ASPECT_MIN_COSINE
+        or signals.changed
+        and signals.shared_value
+    ):
+        return (SEE_ALSO, score) if _near(signals) else (None, score)
+    if signals.same_occasion is True:
+        # One event told twice is a duplicate, more detail or not; a corrected
+        # date or "…, not …" makes it an update.
+        return (UPDATE if signals.redated or signals.changed else DUPLICATE), score
+    if signals.changed or signals.value_conflict:
+        return UPDATE, score
+    if signals.disjoint:
+        # Not a word in common and no value in conflict: the same fact reworded.
+        return DUPLICATE, score
+    if signals.substitution:
+        # "Drinks coffee black" / "Takes his coffee black": another verb, one fact;
+        # "Prefers an aisle seat" / "Prefers a window seat": another value.
+        close = cosine is not None and cosine >= SUBSTITUTION_DUPLICATE_MIN_COSINE
+        return (DUPLICATE if close or signals.frame_swap else UPDATE), score
+    if cosine is not None:
+        return (DUPLICATE if cosine >= ABOUT_DUPLICATE_MIN_COSINE else UPDATE), score
+    if signals.lexical >= DUPLICATE_MIN_LEXICAL and not signals.replaces_words:
+        return DUPLICATE, score
+    return UPDATE, score
+
+
+def _near(signals: PairSignals) -> bool:
+    if signals.cosine is not None:
+        return signals.cosine >= SEE_ALSO_MIN_COSINE
+    # Without embeddings: most words in common (a shared name alone is not near).
+    return signals.lexical >= SEE_ALSO_MIN_LEXICAL
+
+
+def _very_close(signals: PairSignals) -> bool:
+    return signals.cosine is not None and signals.cosine >= SAME_OBJECT_MIN_COSINE
 
 
 # --- finding the related memories ----------------------------------------------------
@@ -380,6 +716,8 @@ class RelatedResult:
     degraded: str = ""
     # The text's embedding, when one was computed here (the caller may store it).
     embedding: list[float] | None = None
+    # What the text is about, as judged here (the caller may store it).
+    about: About | None = None
 
     @property
     def duplicates(self) -> list[RelatedMemory]:
@@ -403,6 +741,24 @@ class Probe:
     embedding: tuple[float, ...] | None = None
     # Memory ids never to report (the probe itself, say).
     exclude: tuple[int, ...] = ()
+    type: str = ""
+    # What the text is about; derived from it when not given.
+    about: About | None = None
+
+    def resolved_about(self, owner_names: tuple[str, ...] = ()) -> About:
+        """The about given, or the one read from the text (and, with an
+        embedding, the aspect no rule names read from its meaning)."""
+        if self.about is not None:
+            return self.about
+        about = derive_about(
+            self.content,
+            self.type or "semantic",
+            entities=self.entities,
+            owner_names=owner_names,
+        )
+        if self.embedding is not None:
+            about = refined(about, self.type or "semantic", self.embedding, get_provider())
+        return about
 
 
 def find_related(
@@ -414,6 +770,8 @@ def find_related(
     exclude: Iterable[int] = (),
     include_proposals: bool = False,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    type: str = "",
+    about: About | None = None,
 ) -> RelatedResult:
     """The owner's memories that ``content`` repeats or updates, best first.
 
@@ -440,18 +798,27 @@ def find_related(
         entities=tuple(entities),
         embedding=tuple(embedding) if embedding is not None else None,
         exclude=tuple(exclude),
+        type=type,
+        about=about,
     )
     results = related_for_probes(owner, [probe], include_proposals, thresholds)
     result = results[0]
     result.degraded = result.degraded or degraded
     result.embedding = computed
+    result.about = probe.resolved_about(owner_names_of(owner))
     return result
 
 
 def related_for_memories(
-    owner, memories: Sequence[Memory], thresholds: Thresholds = DEFAULT_THRESHOLDS
+    owner,
+    memories: Sequence[Memory],
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    *,
+    include_proposals: bool = False,
 ) -> dict[int, RelatedResult]:
-    """Related active memories of each of ``memories`` (the queue page), in one query.
+    """Related active memories of each of ``memories`` (the queue page), in one query;
+    with ``include_proposals``, the owner's other proposals too (two copies of
+    one fact waiting in the queue).
 
     Uses each memory's stored embedding; one without a vector yet is compared
     by entities and words, and its result says so.
@@ -463,10 +830,12 @@ def related_for_memories(
             entities=tuple(memory.entity_refs),
             embedding=tuple(memory.embedding) if memory.embedding is not None else None,
             exclude=(memory.pk,),
+            type=memory.type,
+            about=memory.about,
         )
         for memory in memories
     ]
-    results = related_for_probes(owner, probes, False, thresholds)
+    results = related_for_probes(owner, probes, include_proposals, thresholds)
     has_provider = get_provider() is not None
     for probe in probes:
         if probe.embedding is None and not results[probe.key].degraded:
@@ -495,10 +864,21 @@ def related_for_probes(
         logger.warning("Related memories unavailable: %s", report.error)
         return {probe.key: RelatedResult(degraded=QUERY_FAILED) for probe in probes}
     by_key = {probe.key: probe for probe in probes}
+    names = owner_names_of(owner)
+    probe_abouts = {probe.key: probe.resolved_about(names) for probe in probes}
     found: dict[int, list[tuple[int, PairSignals, str, float]]] = {p.key: [] for p in probes}
     memory_ids: set[int] = set()
-    for key, memory_id, content, entity_refs, lexemes, probe_lexemes, cosine in rows or []:
+    for row in rows or []:
+        key, memory_id, content, entity_refs, lexemes, probe_lexemes, cosine = row[:7]
+        memory_type, subject, kind, aspect, occasion, set_by, created_at = row[7:]
         probe = by_key[key]
+        old_about = (
+            About(subject, kind, aspect, occasion, set_by)
+            if kind
+            else derive_about(
+                content, memory_type, entities=entity_refs, written=created_at, owner_names=names
+            )
+        )
         signals = PairSignals.of(
             old_text=content,
             new_text=probe.content,
@@ -507,6 +887,10 @@ def related_for_probes(
             old_entities=entity_refs,
             new_entities=probe.entities,
             cosine=cosine,
+            old_about=old_about,
+            new_about=probe_abouts[key],
+            old_type=memory_type,
+            new_type=probe.type or memory_type,
         )
         relation, score = classify(signals, thresholds)
         if relation is not None:
@@ -515,13 +899,16 @@ def related_for_probes(
     # The vectors are not needed here, and each costs ~1.5 KB to read and parse.
     memories = Memory.objects.defer("embedding").in_bulk(memory_ids)
     results: dict[int, RelatedResult] = {}
+    order = {DUPLICATE: 0, UPDATE: 1, SEE_ALSO: 2}
     for key, items in found.items():
-        # Duplicates first, then by score.
-        items.sort(key=lambda item: (item[2] != DUPLICATE, -item[3], item[0]))
+        # Duplicates first, then updates, then "see also"; each by score.
+        items.sort(key=lambda item: (order[item[2]], -item[3], item[0]))
+        judged = [item for item in items if item[2] != SEE_ALSO][:MAX_RELATED]
+        see_also = [item for item in items if item[2] == SEE_ALSO][:MAX_SEE_ALSO]
         results[key] = RelatedResult(
             related=[
                 RelatedMemory(memories[memory_id], relation, score, signals)
-                for memory_id, signals, relation, score in items[:MAX_RELATED]
+                for memory_id, signals, relation, score in judged + see_also
                 if memory_id in memories
             ]
         )
@@ -596,7 +983,9 @@ def _candidates(cursor, owner_id: int, probes: Sequence[Probe], include_proposal
         SELECT p.key, m.id, m.content, m.entity_refs,
                coalesce(tsvector_to_array(m.tsv), '{{}}'), p.lexemes,
                CASE WHEN p.embedding IS NOT NULL AND m.embedding IS NOT NULL
-                    THEN 1 - (m.embedding <=> p.embedding) END
+                    THEN 1 - (m.embedding <=> p.embedding) END,
+               m.type, m.about_subject, m.about_kind, m.about_aspect, m.about_occasion,
+               m.about_set_by, m.created_at
         FROM candidates c
         JOIN probes p ON p.key = c.key
         JOIN {MEMORY_TABLE} m ON m.id = c.id

@@ -10,15 +10,16 @@ entities and words only, and can search the thresholds on dev.
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from django.conf import settings
 from django.db import connection
 
+from memories.about import About, checked_about, derive_about, refined, same_subject
 from memories.related import (
     DEFAULT_THRESHOLDS,
     DUPLICATE,
@@ -28,11 +29,15 @@ from memories.related import (
     classify,
 )
 
-FORMAT = "timothy-related-pairs/1"
+FORMATS = ("timothy-related-pairs/1", "timothy-related-pairs/2")
 UNRELATED = "unrelated"
 LABELS = (DUPLICATE, UPDATE, UNRELATED)
 SPLITS = ("dev", "test")
-DEFAULT_PAIRS = Path(settings.BASE_DIR) / "tests" / "memories" / "data" / "related-pairs.json"
+DATA_DIR = Path(settings.BASE_DIR) / "tests" / "memories" / "data"
+# Pairs labelled by what each side is about, over invented personas (format 2).
+DEFAULT_PAIRS = DATA_DIR / "about-pairs.json"
+# The first set (format 1): no types, dates or abouts.
+FIRST_PAIRS = DATA_DIR / "related-pairs.json"
 
 
 class PairsError(ValueError):
@@ -43,6 +48,15 @@ class PairsError(ValueError):
 class Side:
     content: str
     entities: tuple[str, ...]
+    type: str = "semantic"
+    created_at: datetime | None = None
+    # The labelled about (format 2), to measure ``derive_about`` against.
+    about: About | None = None
+
+    def derived_about(self) -> About:
+        return derive_about(
+            self.content, self.type, entities=self.entities, written=self.created_at
+        )
 
 
 @dataclass(frozen=True)
@@ -52,6 +66,9 @@ class Pair:
     split: str
     existing: Side
     new: Side
+    # What kind of pair it is (format 2): "other-person", "paraphrase", ...
+    kind: str = ""
+    persona: str = ""
 
 
 def load_pairs(path: Path | str = DEFAULT_PAIRS) -> list[Pair]:
@@ -59,8 +76,8 @@ def load_pairs(path: Path | str = DEFAULT_PAIRS) -> list[Pair]:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise PairsError(f"Cannot read {path}: {error}")
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise PairsError(f"{path} is not a {FORMAT} file.")
+    if not isinstance(document, dict) or document.get("format") not in FORMATS:
+        raise PairsError(f"{path} is not a timothy-related-pairs file (format 1 or 2).")
     pairs = []
     for index, item in enumerate(document.get("pairs") or []):
         try:
@@ -68,10 +85,12 @@ def load_pairs(path: Path | str = DEFAULT_PAIRS) -> list[Pair]:
                 id=str(item["id"]),
                 label=item["label"],
                 split=item["split"],
-                existing=Side(item["existing"]["content"], tuple(item["existing"]["entities"])),
-                new=Side(item["new"]["content"], tuple(item["new"]["entities"])),
+                existing=_side(item["existing"]),
+                new=_side(item["new"]),
+                kind=str(item.get("kind") or ""),
+                persona=str(item.get("persona") or ""),
             )
-        except (KeyError, TypeError) as error:
+        except (KeyError, TypeError, ValueError) as error:
             raise PairsError(f"Pair {index} of {path} is malformed: {error}")
         if pair.label not in LABELS or pair.split not in SPLITS:
             raise PairsError(f"Pair {pair.id}: unknown label or split.")
@@ -79,6 +98,23 @@ def load_pairs(path: Path | str = DEFAULT_PAIRS) -> list[Pair]:
     if not pairs:
         raise PairsError(f"{path} holds no pairs.")
     return pairs
+
+
+def _side(item: dict) -> Side:
+    created = item.get("created_at")
+    about = item.get("about")
+    return Side(
+        content=item["content"],
+        entities=tuple(item["entities"]),
+        type=item.get("type") or "semantic",
+        created_at=datetime.fromisoformat(created).replace(tzinfo=UTC) if created else None,
+        about=checked_about(
+            {key: about.get(key, "") for key in ("subject", "kind", "aspect", "occasion")},
+            set_by="import",
+        )
+        if about
+        else None,
+    )
 
 
 def lexemes_of(texts: Iterable[str]) -> dict[str, list[str]]:
@@ -94,9 +130,17 @@ def lexemes_of(texts: Iterable[str]) -> dict[str, list[str]]:
 
 
 def signals_of(
-    pairs: Sequence[Pair], embed: Callable[[list[str]], list[list[float]]] | None
+    pairs: Sequence[Pair],
+    embed: Callable[[list[str]], list[list[float]]] | None,
+    *,
+    by_about: bool = True,
 ) -> list[PairSignals]:
-    """The classifier's signals for every pair; ``embed`` None means words only."""
+    """The classifier's signals for every pair; ``embed`` None means words only.
+
+    ``by_about`` derives what each side is about, as the service does when a
+    memory is written; without it the pair is judged as before there was an
+    about (by closeness and words).
+    """
     texts = [side.content for pair in pairs for side in (pair.existing, pair.new)]
     lexemes = lexemes_of(texts)
     vectors: dict[str, list[float]] = {}
@@ -117,9 +161,30 @@ def signals_of(
                 old_entities=pair.existing.entities,
                 new_entities=pair.new.entities,
                 cosine=cosine,
+                old_about=_about(pair.existing, vectors, embed) if by_about else None,
+                new_about=_about(pair.new, vectors, embed) if by_about else None,
+                old_type=pair.existing.type,
+                new_type=pair.new.type,
             )
         )
     return result
+
+
+class _Embedder:
+    def __init__(self, embed) -> None:
+        self.embed = embed
+
+    def __repr__(self) -> str:
+        return f"evaluation embedder {id(self.embed)}"
+
+
+def _about(side: Side, vectors: dict[str, list[float]], embed) -> About:
+    """What the side is about, as the service derives it when the memory is
+    written and then embedded (the aspect by meaning where no rule found one)."""
+    about = side.derived_about()
+    if embed is None:
+        return about
+    return refined(about, side.type, vectors[side.content], _Embedder(embed))
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -129,8 +194,9 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def predict(signals: PairSignals, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
+    """duplicate, update or unrelated ("see also" is not related: it offers no action)."""
     relation, _ = classify(signals, thresholds)
-    return relation or UNRELATED
+    return relation if relation in (DUPLICATE, UPDATE) else UNRELATED
 
 
 @dataclass(frozen=True)
@@ -196,41 +262,111 @@ def measure(
     return Figures(classes, confusion, mistakes)
 
 
-# The grid the threshold search walks (each threshold's candidate values).
-SEARCH_GRID = {
-    "duplicate_min_cosine": [round(0.80 + 0.01 * i, 2) for i in range(18)],
-    "update_min_cosine": [round(0.45 + 0.025 * i, 3) for i in range(15)],
-    "update_min_cosine_changed": [round(0.30 + 0.05 * i, 2) for i in range(9)],
-    "duplicate_min_lexical": [round(0.5 + 0.05 * i, 2) for i in range(10)],
-    "update_min_lexical": [round(0.15 + 0.05 * i, 2) for i in range(10)],
-    "update_min_lexical_with_entity": [round(0.1 + 0.05 * i, 2) for i in range(7)],
-}
-# The search's objective: macro F1, but only among thresholds whose duplicates
-# are this precise (extraction drops what it calls a duplicate).
-MIN_DUPLICATE_PRECISION = 0.85
+# --- what the issue's targets read ---------------------------------------------------
 
 
-def search_thresholds(
-    pairs: Sequence[Pair], signals: Sequence[PairSignals], *, with_embeddings: bool
-) -> tuple[Thresholds, Figures]:
-    """The thresholds with the best macro F1 on these pairs whose duplicate
-    precision is at least MIN_DUPLICATE_PRECISION (the best macro F1 if none is)."""
-    names = (
-        ["duplicate_min_cosine", "update_min_cosine", "update_min_cosine_changed"]
-        if with_embeddings
-        else ["duplicate_min_lexical", "update_min_lexical", "update_min_lexical_with_entity"]
+@dataclass(frozen=True)
+class Judgements:
+    """The figures an owner feels: are suggestions right, are near-misses left alone."""
+
+    pairs: int
+    # "Related at all" (duplicate or update, either way round).
+    related_precision: float
+    related_recall: float
+    # Of the pairs labelled related, the share given exactly their relation.
+    relation_right: float
+    # Of the pairs labelled unrelated, the share offered as a duplicate or update.
+    near_misses_flagged: float
+    # kind -> (pairs, right)
+    by_kind: dict[str, tuple[int, int]]
+
+
+def judgements(pairs: Sequence[Pair], signals: Sequence[PairSignals]) -> Judgements:
+    guesses = [predict(pair_signals) for pair_signals in signals]
+    related = [pair.label != UNRELATED for pair in pairs]
+    flagged = [guess != UNRELATED for guess in guesses]
+    true_positive = sum(1 for r, f in zip(related, flagged, strict=True) if r and f)
+    by_kind: dict[str, tuple[int, int]] = {}
+    for pair, guess in zip(pairs, guesses, strict=True):
+        total, right = by_kind.get(pair.kind or pair.label, (0, 0))
+        by_kind[pair.kind or pair.label] = (total + 1, right + (guess == pair.label))
+    unrelated = [f for r, f in zip(related, flagged, strict=True) if not r]
+    related_pairs = [
+        (pair, guess) for pair, guess in zip(pairs, guesses, strict=True) if pair.label != UNRELATED
+    ]
+    return Judgements(
+        pairs=len(pairs),
+        related_precision=true_positive / sum(flagged) if any(flagged) else 0.0,
+        related_recall=true_positive / sum(related) if any(related) else 0.0,
+        relation_right=(
+            sum(1 for pair, guess in related_pairs if guess == pair.label) / len(related_pairs)
+            if related_pairs
+            else 0.0
+        ),
+        near_misses_flagged=sum(unrelated) / len(unrelated) if unrelated else 0.0,
+        by_kind=dict(sorted(by_kind.items())),
     )
-    best: tuple[tuple, Thresholds, Figures] | None = None
-    for values in itertools.product(*(SEARCH_GRID[name] for name in names)):
-        thresholds = replace(DEFAULT_THRESHOLDS, **dict(zip(names, values, strict=True)))
-        figures = measure(pairs, signals, thresholds)
-        precise = figures.classes[DUPLICATE].precision >= MIN_DUPLICATE_PRECISION
-        rank = (precise, round(figures.macro_f1, 6), figures.classes[DUPLICATE].precision)
-        if best is None or rank > best[0]:
-            best = (rank, thresholds, figures)
-    assert best is not None
-    return best[1], best[2]
 
 
-def thresholds_table(thresholds: Thresholds) -> list[tuple[str, float]]:
-    return [(f.name.upper(), getattr(thresholds, f.name)) for f in fields(thresholds)]
+@dataclass(frozen=True)
+class AboutAccuracy:
+    memories: int
+    subject: float
+    kind: float
+    aspect: float
+    # Events only: the date part of the occasion.
+    occasion: float
+    events: int
+    # (memory text, field, labelled, derived) for each miss
+    misses: list[tuple[str, str, str, str]]
+
+
+def about_accuracy(pairs: Sequence[Pair]) -> AboutAccuracy:
+    """How often ``derive_about`` agrees with the labelled about of each memory
+    (each distinct text once). The subject counts as right when it names the
+    same subject (``same_subject``: "brother Tom" for "Tom")."""
+    sides = {}
+    for pair in pairs:
+        for side in (pair.existing, pair.new):
+            if side.about is not None:
+                sides[(side.content, side.type)] = side
+    counts = {"subject": 0, "kind": 0, "aspect": 0, "occasion": 0}
+    events = 0
+    misses = []
+    for side in sides.values():
+        labelled, derived = side.about, side.derived_about()
+        checks = {
+            "subject": same_subject(labelled, derived)
+            and labelled.kind == derived.kind
+            or labelled.subject.casefold() == derived.subject.casefold(),
+            "kind": labelled.kind == derived.kind,
+            "aspect": _aspect_key(labelled.aspect) == _aspect_key(derived.aspect),
+        }
+        if side.type == "episodic" and labelled.occasion:
+            events += 1
+            label_date, derived_date = _date_part(labelled.occasion), _date_part(derived.occasion)
+            checks["occasion"] = bool(derived_date) and (
+                label_date.startswith(derived_date) or derived_date.startswith(label_date)
+            )
+        for name, right in checks.items():
+            counts[name] += right
+            if not right:
+                misses.append((side.content, name, getattr(labelled, name), getattr(derived, name)))
+    total = len(sides) or 1
+    return AboutAccuracy(
+        memories=len(sides),
+        subject=counts["subject"] / total,
+        kind=counts["kind"] / total,
+        aspect=counts["aspect"] / total,
+        occasion=counts["occasion"] / events if events else 0.0,
+        events=events,
+        misses=misses,
+    )
+
+
+def _aspect_key(aspect: str) -> str:
+    return aspect.removeprefix("preference:")
+
+
+def _date_part(occasion: str) -> str:
+    return occasion.lstrip("~").split()[0] if occasion.strip("~ ") else ""

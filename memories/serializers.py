@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
+from memories.about import SET_BY_OWNER, SUBJECT_KINDS, About, checked_about
 from memories.models import (
     MAX_ENTITIES,
     MAX_ENTITY_CHARS,
@@ -187,6 +188,24 @@ def _check_content_length(value: str) -> str:
 # --- requests --------------------------------------------------------------------
 
 
+class AboutField(serializers.JSONField):
+    """What a memory is about, given by the caller (memories/about.py checks it)."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault(
+            "help_text",
+            "What the memory is about: {subject, kind, aspect, occasion}; kind is one of "
+            f"{', '.join(SUBJECT_KINDS)}. Left out, it is read from the text.",
+        )
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> About:
+        try:
+            return checked_about(data, set_by=SET_BY_OWNER)
+        except ValueError as error:
+            raise serializers.ValidationError(str(error))
+
+
 class MemoryCreateSerializer(StrictSerializer):
     class Mode:
         REMEMBER = "remember"
@@ -207,6 +226,7 @@ class MemoryCreateSerializer(StrictSerializer):
         help_text="Only with mode propose (default 0.5); a remembered fact is always 1.",
     )
     session_id = StrictCharField(required=False, allow_blank=True, max_length=MAX_SESSION_ID_CHARS)
+    about = AboutField(required=False)
 
     def validate_content(self, value: str) -> str:
         return _check_content(value)
@@ -222,7 +242,7 @@ class MemoryCreateSerializer(StrictSerializer):
 class MemoryActionSerializer(StrictSerializer):
     ACTIONS = ("confirm", "reject", "reconfirm", "archive", "supersede", "restore", "redact")
     # Fields that describe the new version, so only a supersede may carry them.
-    VERSION_FIELDS = ("content", "type", "entities", "confidence")
+    VERSION_FIELDS = ("content", "type", "entities", "confidence", "about")
 
     action = StrictChoiceField(
         choices=ACTIONS,
@@ -246,6 +266,7 @@ class MemoryActionSerializer(StrictSerializer):
     type = _type_field(required=False, help_text="supersede only: the new version's type.")
     entities = _entities_field(required=False)
     confidence = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
+    about = AboutField(required=False)
     chain = StrictBooleanField(
         required=False,
         help_text="redact only: erase every version of the memory's chain, not just this one.",
@@ -261,7 +282,7 @@ class MemoryActionSerializer(StrictSerializer):
             raise serializers.ValidationError(
                 {"reason": ["A redact needs a reason, for the record."]}
             )
-        if attrs["action"] == "supersede" and "content" not in attrs:
+        if attrs["action"] == "supersede" and "content" not in attrs and "about" not in attrs:
             raise serializers.ValidationError({"content": ["A supersede needs content."]})
         if "replaces" in attrs and attrs["action"] != "confirm":
             raise serializers.ValidationError({"replaces": ["Only a confirm takes replaces."]})
@@ -346,6 +367,23 @@ class InternalRetrieveSerializer(SearchSerializer):
 # --- responses (schema only) -----------------------------------------------------
 
 
+class AboutSerializer(serializers.Serializer):
+    subject = serializers.CharField(
+        help_text='"self" for the owner, else whom or what: "brother Tom", "Ana", "Biscuit".'
+    )
+    kind = serializers.ChoiceField(choices=list(SUBJECT_KINDS))
+    aspect = serializers.CharField(
+        allow_blank=True, help_text='Which aspect: "home", "job", "preference:seat", ….'
+    )
+    occasion = serializers.CharField(
+        allow_blank=True,
+        help_text='Events only: "2019-05", or "~2026-03-14" (the day it was written).',
+    )
+    set_by = serializers.ChoiceField(
+        choices=["rules", "owner", "import"], help_text="Read from the text, or given."
+    )
+
+
 class MemorySerializer(serializers.Serializer):
     """The JSON shape of a memory (built by memories.memory_json.memory_to_dict)."""
 
@@ -363,13 +401,18 @@ class MemorySerializer(serializers.Serializer):
     superseded_by = serializers.IntegerField(
         allow_null=True, help_text="The memory that replaced this one."
     )
+    about = AboutSerializer(
+        allow_null=True, help_text="What this version is about; null once redacted."
+    )
 
 
 class RelatedSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     relation = serializers.ChoiceField(
-        choices=["duplicate", "update"],
-        help_text="duplicate: says the same thing; update: the same subject, another value.",
+        choices=["duplicate", "update", "see_also"],
+        help_text="duplicate: the same fact, however worded; update: the same subject and "
+        "aspect with another value, or a corrected event; see_also: close, but about another "
+        "person, occasion, aspect or object (offered for reference, never to replace).",
     )
     score = serializers.FloatField(help_text="Similarity, 0 to 1.")
     content = serializers.CharField(help_text="The related memory's text.")

@@ -14,7 +14,7 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from memories import extraction, llm
-from memories.embedding import EmbeddingStopped, embed_rows
+from memories.embedding import EmbeddingStopped, embed_rows, refine_about
 from memories.models import Memory
 from memories.signals import memory_written
 from retrieval.embeddings import EmbeddingError, get_provider
@@ -53,6 +53,8 @@ def embed_memory(memory_id: int) -> bool:
         with transaction.atomic():
             # Not if it was redacted meanwhile: the vector is of the erased text.
             stored = unembedded.update(embedding=vector)
+            if stored:
+                refine_about(memory_id, vector, provider)
     except DatabaseError as error:
         logger.error("Could not store the embedding of memory %s: %s", memory_id, error)
         return False

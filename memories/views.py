@@ -48,7 +48,7 @@ from memories.models import (
     RedactionRefused,
 )
 from memories.provenance import provenance
-from memories.related import DUPLICATE, QUERY_FAILED, related_for_memories
+from memories.related import DUPLICATE, QUERY_FAILED, SEE_ALSO, related_for_memories
 from memories.tokens import ApiToken
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
@@ -197,6 +197,8 @@ class RelatedView:
     score: float
     # The words that turn the related memory into the proposal.
     diff: list[DiffPiece]
+    # Why a "see also" is not a version of it ("about your brother, not you").
+    why: str = ""
 
     @property
     def is_duplicate(self) -> bool:
@@ -206,26 +208,89 @@ class RelatedView:
 @dataclass
 class QueueItem:
     memory: Memory
+    # Active memories it repeats or updates: each with its actions.
     related: list[RelatedView]
     degraded: str
+    # Close memories about another subject, aspect, occasion or object: no action.
+    see_also: list[RelatedView] = field(default_factory=list)
+    # Other proposals of the same fact, settled with this one's decision.
+    copies: list[Memory] = field(default_factory=list)
+
+    @property
+    def about(self):
+        return self.memory.about
 
 
 def _queue_items(owner, proposals: list[Memory]) -> list[QueueItem]:
-    results = related_for_memories(owner, proposals)
+    results = related_for_memories(owner, proposals, include_proposals=True)
     items = []
+    shown_as_copy: set[int] = set()
     for memory in proposals:
+        if memory.pk in shown_as_copy:
+            continue
         result = results.get(memory.pk)
-        related = [
-            RelatedView(
-                item.memory,
-                item.relation,
-                item.score,
-                word_diff(item.memory.content, memory.content),
+        views = [
+            (
+                item,
+                RelatedView(
+                    item.memory,
+                    item.relation,
+                    item.score,
+                    word_diff(item.memory.content, memory.content),
+                    why=item.signals.why,
+                ),
             )
             for item in (result.related if result else [])
         ]
-        items.append(QueueItem(memory, related, result.degraded if result else ""))
+        copies = [
+            item.memory
+            for item, _ in views
+            if item.memory.status == Memory.Status.PROPOSED and item.relation == DUPLICATE
+        ]
+        shown_as_copy.update(copy.pk for copy in copies)
+        items.append(
+            QueueItem(
+                memory,
+                [
+                    view
+                    for item, view in views
+                    if item.relation != SEE_ALSO and item.memory.status == Memory.Status.ACTIVE
+                ],
+                result.degraded if result else "",
+                see_also=[
+                    view
+                    for item, view in views
+                    if item.relation == SEE_ALSO and item.memory.status == Memory.Status.ACTIVE
+                ],
+                copies=copies,
+            )
+        )
     return items
+
+
+def _replaceable(owner, proposal: Memory) -> list[Memory]:
+    """The active memories a proposal repeats or updates: what it may replace."""
+    result = related_for_memories(owner, [proposal]).get(proposal.pk)
+    return [item.memory for item in (result.related if result else []) if item.relation != SEE_ALSO]
+
+
+def _settle_copies(request: HttpRequest, memory: Memory) -> list[Memory]:
+    """Reject the proposals named as copies of ``memory`` (``copies`` fields) as its
+    duplicates: one decision settles every copy of a fact in the queue."""
+    ids = [int(raw) for raw in request.POST.getlist("copies") if raw.isdigit()]
+    settled = []
+    for copy in Memory.objects.for_owner(request.user).pending().filter(pk__in=ids):
+        if copy.pk == memory.pk:
+            continue
+        reason = Truncator(f"Duplicate of memory {memory.pk} {_quote(memory)}").chars(
+            MAX_REASON_CHARS
+        )
+        try:
+            copy.reject(actor=request.user, via=VIA, reason=reason)
+        except IllegalTransition:
+            continue
+        settled.append(copy)
+    return settled
 
 
 def _remember_undo(request: HttpRequest, memories: list[Memory]) -> None:
@@ -295,13 +360,20 @@ def confirm(request: HttpRequest, pk: int) -> HttpResponse:
     except IllegalTransition as error:
         messages.error(request, error.message)
     else:
+        settled = _settle_copies(request, memory)
+        also = f" and rejected {_count(settled, 'copy', 'copies')} of it" if settled else ""
         if replaces is None:
-            messages.success(request, f"Confirmed {_quote(memory)}")
+            messages.success(request, f"Confirmed {_quote(memory)}{also}")
         else:
             messages.success(
-                request, f"Confirmed {_quote(memory)} as the new version of #{replaces.pk}"
+                request,
+                f"Confirmed {_quote(memory)} as the new version of #{replaces.pk}{also}",
             )
     return _back(request, "queue")
+
+
+def _count(items: list, one: str, many: str) -> str:
+    return f"{len(items)} {one if len(items) == 1 else many}"
 
 
 @login_required
@@ -326,7 +398,8 @@ def reject(request: HttpRequest, pk: int) -> HttpResponse:
     except IllegalTransition as error:
         messages.error(request, error.message)
     else:
-        _remember_undo(request, [memory])
+        settled = _settle_copies(request, memory)
+        _remember_undo(request, [memory, *settled])
         if duplicate_of is None:
             messages.success(request, f"Rejected {_quote(memory)}")
         else:
@@ -524,7 +597,9 @@ class Version:
 
     @property
     def is_merge(self) -> bool:
-        return len(self.sources) > 1
+        # A proposal confirmed, edited, as the new version of another memory
+        # replaces two rows too, but is no merge.
+        return len(self.sources) > 1 and "merged_from" in (self.memory.metadata or {})
 
     @property
     def changes(self) -> list[tuple[Memory, list[DiffPiece]]]:
@@ -602,25 +677,51 @@ def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect("memory-detail", pk=memory.pk)
     back = _safe_next(request, request.GET.get("next") or request.POST.get("next", ""))
     context = {"memory": memory, "next": back}
+    was_proposal = memory.status == Memory.Status.PROPOSED
+    replaceable = _replaceable(request.user, memory) if was_proposal else []
     if request.method == "GET":
-        form = MemoryEditForm.for_memory(memory)
+        wanted = request.GET.get("replaces", "")
+        form = MemoryEditForm.for_memory(
+            memory,
+            replaceable,
+            replaces=int(wanted)
+            if wanted.isdigit() and int(wanted) in {m.pk for m in replaceable}
+            else None,
+        )
         return render(request, "memories/memory_edit.html", context | {"form": form})
-    form = MemoryEditForm(request.POST)
+    form = MemoryEditForm(request.POST, replaceable=replaceable)
     if not form.is_valid():
         return render(request, "memories/memory_edit.html", context | {"form": form})
     data = form.cleaned_data
-    was_proposal = memory.status == Memory.Status.PROPOSED
+    about = form.about_given(memory)
+    replaces = (
+        next((m for m in replaceable if m.pk == data["replaces"]), None)
+        if data.get("replaces")
+        else None
+    )
     # Both write nothing new for an edit that changes nothing (Memory.is_unchanged_by).
-    change = memory.confirm_edited if was_proposal else memory.edit
     try:
-        new = change(
-            data["content"],
-            type=data["type"],
-            entities=data["entities"],
-            actor=request.user,
-            via=VIA,
-            reason=data["reason"],
-        )
+        if was_proposal:
+            new = memory.confirm_edited(
+                data["content"],
+                type=data["type"],
+                entities=data["entities"],
+                about=about,
+                replaces=replaces,
+                actor=request.user,
+                via=VIA,
+                reason=data["reason"],
+            )
+        else:
+            new = memory.edit(
+                data["content"],
+                type=data["type"],
+                entities=data["entities"],
+                about=about,
+                actor=request.user,
+                via=VIA,
+                reason=data["reason"],
+            )
     except IllegalTransition as error:
         messages.error(request, error.message)
         return redirect("memory-detail", pk=memory.pk)
@@ -628,11 +729,22 @@ def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
         _add_rule_error(form, error)
         return render(request, "memories/memory_edit.html", context | {"form": form})
     if new.pk == memory.pk and was_proposal:
-        messages.success(request, f"Confirmed {_quote(memory)} unchanged")
+        if replaces is not None:
+            messages.success(
+                request, f"Confirmed {_quote(memory)} as the new version of #{replaces.pk}"
+            )
+        else:
+            messages.success(request, f"Confirmed {_quote(memory)} unchanged")
         return _back(request, "memory-detail", pk=memory.pk)
     if new.pk == memory.pk:
         messages.info(request, "Nothing changed, so no new version was written.")
         return redirect("memory-detail", pk=memory.pk)
+    if was_proposal and replaces is not None:
+        messages.success(
+            request,
+            f"Confirmed your edited version {_quote(new)} as the new version of #{replaces.pk}",
+        )
+        return _back(request, "memory-detail", pk=new.pk)
     if was_proposal:
         messages.success(request, f"Confirmed your edited version {_quote(new)}")
         # Back to the queue it came from, where the next proposal now waits.

@@ -128,11 +128,10 @@ CURRENT_STATE_WORDS = (
     "lately",
     "yet",
 )
-# - among the best SUPERSEDE_TOP candidates, a fact or preference with a newer
-#   candidate about the same subject (embeddings at least SUPERSEDE_SIMILARITY
-#   alike) is taken to be out of date: its score is multiplied by SUPERSEDED_FACTOR;
+# - among the best SUPERSEDE_TOP candidates, a fact or preference that a newer
+#   candidate replaces (the same subject and aspect: memories.about.newer_replaces)
+#   drops below it, its score multiplied by SUPERSEDED_FACTOR at least;
 SUPERSEDE_TOP = 5
-SUPERSEDE_SIMILARITY = 0.35
 SUPERSEDED_FACTOR = 0.3
 SUPERSEDABLE_TYPES = ("semantic", "preference")
 # - and every score is multiplied by 0.5 ** (days since written / this), so

@@ -15,13 +15,13 @@ from datetime import datetime
 
 import numpy as np
 
+from memories.about import about_of, asked_about, newer_replaces, same_subject
 from memories.models import Memory
 from retrieval.constants import (
     CURRENT_STATE_HALF_LIFE_DAYS,
     CURRENT_STATE_WORDS,
     RRF,
     SUPERSEDABLE_TYPES,
-    SUPERSEDE_SIMILARITY,
     SUPERSEDE_TOP,
     SUPERSEDED_FACTOR,
     TYPE_PROFILES,
@@ -227,7 +227,9 @@ def fuse(
         scored.append(ScoredMemory(memory=memory, score=score, parts=parts))
 
     if profile.current_state and wants_current_state(query):
-        _prefer_current_state(scored, as_of, vectors if query_embedding is not None else None)
+        _prefer_current_state(
+            scored, vectors if query_embedding is not None else None, as_of, query
+        )
     for item in scored:
         item.parts["final"] = item.score
     scored.sort(key=_best_first)
@@ -268,34 +270,58 @@ def _standardised_relevance(
 
 def _prefer_current_state(
     scored: list[ScoredMemory],
-    as_of: datetime,
     vectors: Mapping[int, Sequence[float]] | None,
+    as_of: datetime,
+    query: str,
 ) -> None:
-    """The query asks how things stand now: newer memories win.
+    """The query asks how things stand now: a memory that a newer one replaces loses.
 
-    Among the best few candidates, a fact or preference with a newer candidate
-    about the same subject (close embeddings) is taken to be out of date; then
-    every score leans gently towards what was written more recently.
+    Among the best few candidates, a fact or preference is taken to be out of
+    date when a newer candidate is about the same subject and aspect
+    (``memories.about.newer_replaces``: "Lives in Lisbon" by "Moved to
+    Porto", never by "My brother lives in Porto" nor by "The phone plan costs
+    £12"); it drops below the memory that replaces it. Then every score leans
+    gently towards what was written more recently (a half-life of
+    CURRENT_STATE_HALF_LIFE_DAYS), so that of two equally good answers the
+    newer wins.
     """
     top = sorted(scored, key=_best_first)[:SUPERSEDE_TOP]
-    if vectors is not None:
-        demoted: dict[int, int] = {}
-        for older in top:
-            if older.memory.type not in SUPERSEDABLE_TYPES:
+    abouts = {id(item): about_of(item.memory) for item in top}
+    for older in top:
+        if older.memory.type not in SUPERSEDABLE_TYPES:
+            continue
+        for newer in sorted(top, key=lambda item: -item.memory.created_at.timestamp()):
+            if newer is older or newer.memory.created_at <= older.memory.created_at:
                 continue
-            for newer in top:
-                if newer is older or newer.memory.created_at <= older.memory.created_at:
-                    continue
-                alike = cosine(vectors.get(older.memory.pk), vectors.get(newer.memory.pk))
-                if alike is not None and alike >= SUPERSEDE_SIMILARITY:
-                    demoted[id(older)] = newer.memory.pk
-                    break
-        for item in top:
-            if id(item) in demoted:
-                item.score *= SUPERSEDED_FACTOR
-                item.parts["superseded_by_newer"] = demoted[id(item)]
+            alike = (
+                cosine(vectors.get(older.memory.pk), vectors.get(newer.memory.pk))
+                if vectors is not None
+                else None
+            )
+            if newer_replaces(
+                abouts[id(older)],
+                abouts[id(newer)],
+                older.memory.content,
+                newer.memory.content,
+                similarity=alike,
+            ):
+                # Replaced for "now": below the memory that replaces it, whatever
+                # its relevance, and lower by SUPERSEDED_FACTOR at least.
+                older.score = min(older.score * SUPERSEDED_FACTOR, newer.score * SUPERSEDED_FACTOR)
+                older.parts["superseded_by_newer"] = newer.memory.pk
+                older.parts["superseded_about"] = abouts[id(newer)].to_dict()
+                break
+    # The lean favours newer memories about whom the message asks of ("Where do
+    # I live now?": the owner); a memory about someone else gains nothing by
+    # being newer (it counts as the oldest candidate).
+    asked = asked_about(query)
+    leans = {
+        id(item): 0.5 ** (written_days_ago(item.memory, as_of) / CURRENT_STATE_HALF_LIFE_DAYS)
+        for item in scored
+    }
+    oldest = min(leans.values(), default=1.0)
     for item in scored:
-        recency = 0.5 ** (written_days_ago(item.memory, as_of) / CURRENT_STATE_HALF_LIFE_DAYS)
+        recency = leans[id(item)] if same_subject(about_of(item.memory), asked) else oldest
         item.score *= recency
         item.parts["current_state"] = recency
 

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from tqdm import tqdm
 
+from memories.about import about_fields
 from memories.models import Memory, normalize_entities
 from retrieval.constants import LEGS
 from retrieval.embeddings import EmbeddingProvider, check_embedding_dimensions
@@ -126,6 +127,10 @@ def load_conversation(
     ]
     if entities == "auto":
         _find_entities(owner, rows)
+    for row in rows:
+        # What each memory is about, as a write through the store derives it.
+        for name, value in about_fields(row.about).items():
+            setattr(row, name, value)
     created = Memory.objects.bulk_create(rows, batch_size=500)
     dataset_ids = {
         row.pk: memory.id for row, memory in zip(created, conversation.memories, strict=True)

@@ -72,9 +72,18 @@ def test_it_answers_every_field_of_a_memory(alice_api):
         "last_confirmed_at",
         "last_retrieved_at",
         "superseded_by",
+        "about",
         "related",
     }
     assert body["related"] == []
+    # The account is alice: a memory about Alice is about its owner.
+    assert body["about"] == {
+        "subject": "self",
+        "kind": "self",
+        "aspect": "drink",
+        "occasion": "",
+        "set_by": "rules",
+    }
 
 
 @pytest.mark.parametrize(

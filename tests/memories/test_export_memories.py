@@ -113,6 +113,13 @@ def test_it_writes_every_field_of_a_memory(alice):
         "metadata": {},
         "embedding": [0.1] * settings.EMBEDDING_DIMENSIONS,
         "superseded_by": new.pk,
+        "about": {
+            "subject": "Alice",
+            "kind": "person",
+            "aspect": "home",
+            "occasion": "",
+            "set_by": "rules",
+        },
     }
     assert second["id"] == new.pk
     assert second["superseded_by"] is None

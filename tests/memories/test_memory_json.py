@@ -35,7 +35,8 @@ def test_it_answers_the_api_shape_in_its_order(memory):
         '"status": "active", "entities": ["Alice", "Lyon"], "confidence": 0.9, '
         '"source": "api", "session_id": "", "created_at": "2026-05-01T09:30:00+00:00", '
         '"last_confirmed_at": "2026-05-01T09:30:00+00:00", "last_retrieved_at": null, '
-        '"superseded_by": null}'
+        '"superseded_by": null, "about": {"subject": "Alice", "kind": "person", '
+        '"aspect": "home", "occasion": "", "set_by": "rules"}}'
     )
 
 
@@ -57,6 +58,7 @@ def test_it_writes_the_export_line_in_its_order(memory, alice):
         "metadata",
         "embedding",
         "superseded_by",
+        "about",
     ]
     assert record["metadata"] == {"phase": "turn_end"}
     # The shortest decimal of each stored float32.

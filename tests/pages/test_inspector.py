@@ -120,13 +120,31 @@ def test_it_says_in_one_sentence_how_a_memory_was_found_how_old_it_is_and_where_
 
 def test_it_says_when_the_question_asked_how_things_stand_now():
     old = scored(
-        default_parts({"vector": 2.0}, {"vector": 1}, current_state=0.5, superseded_by_newer=7),
+        default_parts(
+            {"vector": 2.0},
+            {"vector": 1},
+            current_state=0.5,
+            superseded_by_newer=7,
+            superseded_about={"subject": "self", "kind": "self", "aspect": "commute"},
+        ),
         age_days=700,
     )
     text = sentence("fusion", old, Evidence(), NOW, packed=1)
-    assert "(a newer memory, #7, says how things stand now)" in text
+    assert "(a newer memory about your commute, #7, replaces it for now)" in text
+    brother = scored(
+        default_parts(
+            {"vector": 2.0},
+            {"vector": 1},
+            superseded_by_newer=8,
+            superseded_about={"subject": "brother", "kind": "person", "aspect": "home"},
+        ),
+        age_days=700,
+    )
+    assert "a newer memory about your brother · home, #8, replaces it for now" in sentence(
+        "fusion", brother, Evidence(), NOW, packed=1
+    )
     steps = fusion_steps(old, DEFAULT_PROFILE)
-    assert any("a newer memory about the same subject (#7)" in step for step in steps)
+    assert any("a newer memory about your commute, #7, replaces it for now" in s for s in steps)
     assert any("asked how things stand now" in step for step in steps)
 
 

@@ -24,7 +24,13 @@ AS_OF = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 
 def memory(
-    pk: int, type: str = "semantic", *, days: float = 0.0, confirmed_days=None, embedding=None
+    pk: int,
+    type: str = "semantic",
+    *,
+    days: float = 0.0,
+    confirmed_days=None,
+    embedding=None,
+    content: str = "",
 ) -> Memory:
     created = AS_OF - timedelta(days=days)
     confirmed = None if confirmed_days is None else AS_OF - timedelta(days=confirmed_days)
@@ -32,7 +38,7 @@ def memory(
         pk=pk,
         owner_id=1,
         type=type,
-        content=f"m{pk}",
+        content=content or f"m{pk}",
         created_at=created,
         last_confirmed_at=confirmed,
         embedding=embedding,
@@ -228,9 +234,15 @@ def test_it_leaves_other_questions_alone(query):
 
 
 def current_state_case(query: str):
-    old_fact = memory(1, "semantic", days=600, embedding=[1.0, 0.0, 0.0])
-    new_event = memory(2, "episodic", days=30, embedding=[0.8, 0.6, 0.0])
-    other = memory(3, "semantic", days=10, embedding=[0.0, 0.0, 1.0])
+    old_fact = memory(
+        1, "semantic", days=600, embedding=[1.0, 0.0, 0.0], content="Uses a Samsung Galaxy phone."
+    )
+    new_event = memory(
+        2, "episodic", days=30, embedding=[0.8, 0.6, 0.0], content="Bought a Pixel 9 phone."
+    )
+    other = memory(
+        3, "semantic", days=10, embedding=[0.0, 0.0, 1.0], content="The monthly plan costs £12."
+    )
     fillers = {pk: memory(pk, days=300, embedding=[0.0, 1.0, 0.0]) for pk in (4, 5, 6)}
     return fuse(
         {"vector": [(1, 0.8), (2, 0.6), (3, 0.1), (4, 0.1), (5, 0.1), (6, 0.1)]},
@@ -246,11 +258,30 @@ def test_it_prefers_the_newer_memory_about_the_same_subject_when_asked_how_thing
     kept, _ = current_state_case("Which phone do I use now?")
     assert kept[0].memory.pk == 2
     old = next(item for item in kept if item.memory.pk == 1)
+    new = next(item for item in kept if item.memory.pk == 2)
     assert old.parts["superseded_by_newer"] == 2
-    expected = (
-        old.parts["relevance"] * SUPERSEDED_FACTOR * 0.5 ** (600 / CURRENT_STATE_HALF_LIFE_DAYS)
-    )
+    assert old.parts["superseded_about"]["aspect"] == "phone"
+    # Below the memory that replaces it, whatever its own relevance.
+    before_age = min(old.parts["relevance"], new.parts["relevance"]) * SUPERSEDED_FACTOR
+    expected = before_age * 0.5 ** (600 / CURRENT_STATE_HALF_LIFE_DAYS)
     assert old.score == pytest.approx(expected)
+    # The newer memory on another topic (the plan's price) demotes nothing.
+    assert "superseded_by_newer" not in new.parts
+
+
+def test_another_persons_newer_fact_does_not_make_the_owners_out_of_date():
+    mine = memory(1, days=400, embedding=[1.0, 0.0], content="Lives in Lisbon.")
+    brother = memory(2, days=5, embedding=[0.9, 0.44], content="My brother lives in Porto.")
+    kept, _ = fuse(
+        {"vector": [(1, 0.9), (2, 0.8)]},
+        {1: mine, 2: brother},
+        AS_OF,
+        profile=DEFAULT_PROFILE,
+        query="Where do I live now?",
+        query_embedding=[1.0, 0.0],
+    )
+    assert kept[0].memory.pk == 1
+    assert all("superseded_by_newer" not in item.parts for item in kept)
 
 
 def test_it_keeps_the_best_match_first_for_other_questions():

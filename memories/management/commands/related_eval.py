@@ -1,4 +1,4 @@
-"""Precision and recall of the related-memory classifier on the labelled pairs."""
+"""How well the service judges which memory a new fact repeats or updates, on labelled pairs."""
 
 from __future__ import annotations
 
@@ -11,31 +11,43 @@ from memories.related_evaluation import (
     LABELS,
     SPLITS,
     Figures,
+    Judgements,
     PairsError,
+    about_accuracy,
+    judgements,
     load_pairs,
     measure,
-    search_thresholds,
     signals_of,
-    thresholds_table,
 )
 from retrieval.embeddings import EmbeddingError, get_provider
 
 
 class Command(BaseCommand):
     help = (
-        "Classify every labelled pair (duplicate / update / unrelated) with the configured "
-        "embedding provider and with entities and words only; print precision, recall and F1 "
-        "per class for the dev and test splits. --search picks thresholds on dev."
+        "Classify every labelled pair (duplicate / update / unrelated) as the service does, by "
+        "what each side is about, with the configured embedding provider and with entities and "
+        "words only. Prints, per split: precision and recall of 'related at all', the share of "
+        "related pairs given the right relation, the share of near-misses flagged, per class "
+        "and per kind of pair; and how often the derived about matches the labelled one."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "pairs", nargs="?", default=str(DEFAULT_PAIRS), help="A timothy-related-pairs/1 file."
+            "pairs",
+            nargs="?",
+            default=str(DEFAULT_PAIRS),
+            help="A timothy-related-pairs file (format 1 or 2); default: the about pairs.",
         )
         parser.add_argument(
-            "--search",
+            "--split",
+            choices=[*SPLITS, "all"],
+            default="all",
+            help="Report only this split (default: dev, test and all).",
+        )
+        parser.add_argument(
+            "--closeness",
             action="store_true",
-            help="Also search the thresholds on the dev split and report them on both splits.",
+            help="Also judge the pairs by closeness and words alone, as before abouts existed.",
         )
         parser.add_argument(
             "--mistakes", action="store_true", help="List the pairs each mode gets wrong."
@@ -63,50 +75,59 @@ class Command(BaseCommand):
             + "; "
             + ", ".join(f"{sum(1 for p in pairs if p.split == s)} {s}" for s in SPLITS)
         )
+        splits = (*SPLITS, "all") if options["split"] == "all" else (options["split"],)
         for name, embed in modes:
-            started = time.monotonic()
-            try:
-                signals = signals_of(pairs, embed)
-            except EmbeddingError as error:
-                raise CommandError(f"Embedding failed: {error}")
-            elapsed = time.monotonic() - started
-            self.stdout.write(f"\n== {name} (signals in {elapsed:.1f} s)")
-            self._report("current thresholds", pairs, signals, None, options["mistakes"])
-            if options["search"]:
-                dev = [i for i, p in enumerate(pairs) if p.split == "dev"]
-                best, _ = search_thresholds(
-                    [pairs[i] for i in dev],
-                    [signals[i] for i in dev],
-                    with_embeddings=embed is not None,
-                )
-                self.stdout.write("Best on dev: " + _thresholds_line(best, embed is not None))
-                self._report("searched thresholds", pairs, signals, best, options["mistakes"])
+            for by_about in (True, False) if options["closeness"] else (True,):
+                started = time.monotonic()
+                try:
+                    signals = signals_of(pairs, embed, by_about=by_about)
+                except EmbeddingError as error:
+                    raise CommandError(f"Embedding failed: {error}")
+                elapsed = time.monotonic() - started
+                judged = "by about" if by_about else "by closeness and words"
+                self.stdout.write(f"\n== {name}, {judged} (signals in {elapsed:.1f} s)")
+                for split in splits:
+                    chosen = [i for i, p in enumerate(pairs) if split == "all" or p.split == split]
+                    chosen_pairs = [pairs[i] for i in chosen]
+                    chosen_signals = [signals[i] for i in chosen]
+                    self._judgements(split, judgements(chosen_pairs, chosen_signals))
+                    self._classes(split, measure(chosen_pairs, chosen_signals), options)
+        self._about(pairs, splits)
 
-    def _report(self, title, pairs, signals, thresholds, show_mistakes: bool) -> None:
-        self.stdout.write(f"-- {title}")
-        header = f"{'split':<6} {'class':<10} {'n':>4} {'prec':>6} {'recall':>6} {'F1':>6}"
-        self.stdout.write(header)
-        for split in (*SPLITS, "all"):
-            chosen = [i for i, p in enumerate(pairs) if split == "all" or p.split == split]
-            args = ([pairs[i] for i in chosen], [signals[i] for i in chosen])
-            figures: Figures = measure(*args, thresholds) if thresholds else measure(*args)
-            for label in LABELS:
-                c = figures.classes[label]
-                self.stdout.write(
-                    f"{split:<6} {label:<10} {c.support:>4} {c.precision:>6.3f} "
-                    f"{c.recall:>6.3f} {c.f1:>6.3f}"
-                )
+    def _judgements(self, split: str, figures: Judgements) -> None:
+        self.stdout.write(
+            f"-- {split}: {figures.pairs} pairs · related at all P {figures.related_precision:.3f}"
+            f" R {figures.related_recall:.3f} · relation right {figures.relation_right:.3f}"
+            f" · near-misses flagged {figures.near_misses_flagged:.3f}"
+        )
+        if any(kind not in LABELS for kind in figures.by_kind):
             self.stdout.write(
-                f"{split:<6} {'accuracy':<10} {len(chosen):>4} {figures.accuracy:>6.3f}   "
-                f"macro F1 {figures.macro_f1:.3f}"
+                "   by kind: "
+                + ", ".join(
+                    f"{kind} {right}/{total}" for kind, (total, right) in figures.by_kind.items()
+                )
             )
-            if show_mistakes and split == "all":
-                for pair_id, truth, guess in figures.mistakes:
-                    self.stdout.write(f"   {pair_id}: {truth} taken for {guess}")
 
+    def _classes(self, split: str, figures: Figures, options) -> None:
+        for label in LABELS:
+            c = figures.classes[label]
+            self.stdout.write(
+                f"   {label:<10} n {c.support:>4}  P {c.precision:.3f}  R {c.recall:.3f}"
+                f"  F1 {c.f1:.3f}"
+            )
+        if options["mistakes"]:
+            for pair_id, truth, guess in figures.mistakes:
+                self.stdout.write(f"   {pair_id}: {truth} taken for {guess}")
 
-def _thresholds_line(thresholds, with_embeddings: bool) -> str:
-    wanted = "COSINE" if with_embeddings else "LEXICAL"
-    return ", ".join(
-        f"{name} = {value:g}" for name, value in thresholds_table(thresholds) if wanted in name
-    )
+    def _about(self, pairs, splits) -> None:
+        for split in splits:
+            chosen = [p for p in pairs if split == "all" or p.split == split]
+            accuracy = about_accuracy(chosen)
+            if not accuracy.memories:
+                continue
+            self.stdout.write(
+                f"\n== what each memory is about, {split}: {accuracy.memories} labelled memories:"
+                f" subject {accuracy.subject:.3f}, kind {accuracy.kind:.3f},"
+                f" aspect {accuracy.aspect:.3f}; occasion of {accuracy.events} events"
+                f" {accuracy.occasion:.3f}"
+            )

@@ -1,0 +1,98 @@
+"""`python manage.py derive_about`: what each memory is about, for those written before."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from tqdm import tqdm
+
+from memories.about import SET_BY_RULES, about_fields, derive_about, owner_names_of, refined
+from memories.management.base import SchemaCommand, owner_by_username
+from memories.models import Memory
+from retrieval.embeddings import EmbeddingError, get_provider
+
+BATCH_ROWS = 500
+
+
+class Command(SchemaCommand):
+    help = (
+        "Read what each memory is about (whom or what, which aspect, and for an event which "
+        "occasion) from its text, for memories that have no about yet (written before the "
+        "store read them). Uses the stored vectors and the embedding model for an aspect no "
+        "rule names. Never changes an about the owner set or an import carried."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--owner", help="Only this owner's memories (username).")
+        parser.add_argument(
+            "--all",
+            action="store_true",
+            help="Also read again the memories whose about the rules wrote before (after an "
+            "upgrade of the rules); the owner's corrections stay.",
+        )
+        parser.add_argument(
+            "--dry-run", action="store_true", help="Count what would be written; write nothing."
+        )
+
+    def handle(self, *args, owner=None, dry_run=False, **options) -> None:
+        rows = Memory.objects.exclude(status=Memory.Status.REDACTED)
+        if owner:
+            rows = rows.filter(owner=owner_by_username(owner))
+        rows = (
+            rows.filter(about_set_by__in=["", SET_BY_RULES])
+            if options["all"]
+            else rows.filter(about_kind="")
+        )
+        provider = _provider(self.stderr)
+        total = rows.count()
+        changed = 0
+        last_id = 0
+        # disable=None: no bar when the output is not a terminal.
+        with tqdm(total=total, unit=" memories", file=self.stderr._out, disable=None) as bar:
+            while True:
+                batch = list(
+                    rows.filter(pk__gt=last_id)
+                    .select_related("owner")
+                    .order_by("pk")
+                    .defer("tsv")[:BATCH_ROWS]
+                )
+                if not batch:
+                    break
+                last_id = batch[-1].pk
+                changed += self._derive(batch, provider, dry_run)
+                bar.update(len(batch))
+        verb = "Would write" if dry_run else "Wrote"
+        self.stdout.write(
+            f"{verb} what {changed} of {total} memories are about"
+            + ("" if provider else " (rules only: no embedding provider for unnamed aspects)")
+            + "."
+        )
+
+    @staticmethod
+    def _derive(batch: list[Memory], provider, dry_run: bool) -> int:
+        changed = 0
+        with transaction.atomic():
+            for memory in batch:
+                about = derive_about(
+                    memory.content,
+                    memory.type,
+                    entities=tuple(memory.entity_refs),
+                    written=memory.created_at,
+                    owner_names=owner_names_of(memory.owner),
+                )
+                if provider is not None and memory.embedding is not None:
+                    about = refined(about, memory.type, memory.embedding, provider)
+                fields = about_fields(about)
+                if all(getattr(memory, name) == value for name, value in fields.items()):
+                    continue
+                changed += 1
+                if not dry_run:
+                    Memory.objects.filter(pk=memory.pk).update(**fields)
+        return changed
+
+
+def _provider(stderr):
+    try:
+        return get_provider()
+    except (EmbeddingError, OSError, RuntimeError) as error:
+        stderr.write(f"No embedding model ({error}): aspects from the rules alone.")
+        return None

@@ -1,0 +1,173 @@
+"""What a memory is about: subject, aspect and occasion read from its text (no database)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from memories.about import (
+    PERSON,
+    PET,
+    SELF,
+    About,
+    checked_about,
+    derive_about,
+    is_multi_valued,
+    newer_replaces,
+    occasion_of,
+    same_occasion,
+    same_subject,
+)
+
+
+def about(text: str, memory_type: str = "semantic", **kwargs) -> About:
+    return derive_about(text, memory_type, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("text", "subject", "kind"),
+    [
+        ("Lives in Porto now.", SELF, SELF),
+        ("I take the 7:40 train to work.", SELF, SELF),
+        ("He is married to Leila.", SELF, SELF),
+        ("My brother lives in Porto.", "brother", PERSON),
+        ("My brother Tom lives in Porto.", "brother Tom", PERSON),
+        ("His mum's sister lives in Leeds.", "mother's sister", PERSON),
+        ("Ana lives in Lisbon.", "Ana", PERSON),
+        ("Ana's birthday is 3 May.", "Ana", PERSON),
+        ("Ana, my sister-in-law, eats meat.", "sister-in-law Ana", PERSON),
+        ("Ana Costa from work is vegan.", "coworker Ana Costa", PERSON),
+        ("Mum started insulin in October.", "mother", PERSON),
+        ("Younger brother Arjun is an engineer in Berlin.", "brother Arjun", PERSON),
+        ("My dog Biscuit is four years old.", "dog Biscuit", PET),
+        # A verb opening the sentence, before what it names, is not a name.
+        ("Uses Python 3 with pandas.", SELF, SELF),
+        ("Prefers Folgers coffee.", SELF, SELF),
+        ("Visited Arjun in Berlin.", SELF, SELF),
+        ("Really dislikes winter chills.", SELF, SELF),
+        ("Now works at Globex.", SELF, SELF),
+    ],
+)
+def test_it_reads_whom_a_memory_is_about(text, subject, kind):
+    derived = about(text)
+    assert (derived.subject, derived.kind) == (subject, kind)
+
+
+def test_a_name_the_entities_hold_is_the_subject():
+    assert about("Finn broke his wrist.", entities=["Finn"]).subject == "Finn"
+
+
+def test_saying_who_someone_is_is_about_the_owner():
+    # "My wife is Keiko" tells who the owner's wife is: the owner's partner.
+    assert about("My wife is Keiko.") == About(SELF, SELF, "partner", "")
+    assert about("Ellie's best friend is Maisie.").subject == "Ellie"
+    assert about("Ellie's best friend is Maisie.").aspect == "friend"
+
+
+@pytest.mark.parametrize(
+    ("text", "aspect"),
+    [
+        ("Lives in Porto.", "home"),
+        ("Works in Porto.", "job"),
+        ("Cycles to work.", "commute"),
+        ("Takes the 7:40 train to work.", "commute"),
+        ("Allergic to penicillin.", "allergy"),
+        ("Is vegetarian.", "diet"),
+        ("Is teetotal.", "drink"),
+        ("Uses a Pixel 8 phone.", "phone"),
+        ("The monthly phone plan costs £12.", "subscription"),
+        ("His accountant is Rui Sampaio.", "the accountant"),
+        ("His birthday is on 14 March.", "birthday"),
+        ("Weighs 82 kg.", "body"),
+    ],
+)
+def test_it_reads_which_aspect_a_fact_is_about(text, aspect):
+    assert about(text).aspect == aspect
+
+
+def test_a_preference_of_one_choice_is_single_valued():
+    assert about("Prefers an aisle seat.", "preference").aspect == "preference:seat"
+    assert about("Favourite meal is pot roast.", "preference").aspect == "preference:meal"
+    assert not is_multi_valued("preference:seat")
+    assert not is_multi_valued("the accountant")
+    assert is_multi_valued("allergy") and is_multi_valued("food")
+    assert not is_multi_valued("home")
+
+
+@pytest.mark.parametrize(
+    ("text", "occasion"),
+    [
+        ("Flew to Rome in May 2019.", "2019-05"),
+        ("Trip to Rome planned for April 2027.", "2027-04"),
+        ("Dentist appointment on 14 March 2026.", "2026-03-14"),
+        ("Spent Christmas 2025 in Brno.", "2025-12"),
+        ("Went to the dentist again.", "~2026-03-01"),
+        ("Ran a half marathon in 2024.", "2024"),
+    ],
+)
+def test_an_event_knows_its_occasion(text, occasion):
+    assert occasion_of(text, date(2026, 3, 1)) == occasion
+    assert about(text, "episodic", written=date(2026, 3, 1)).occasion == occasion
+
+
+def test_facts_have_no_occasion():
+    assert about("Flew to Rome in May 2019.", "semantic").occasion == ""
+
+
+def test_it_tells_occasions_apart():
+    assert same_occasion("2019-05", "2027-05") is False
+    assert same_occasion("2026-03-14", "2026-03-12") is True  # a corrected day
+    assert same_occasion("2026-03", "2026-05") is False
+    assert same_occasion("2025", "2025-06") is None  # a year alone cannot tell
+    assert same_occasion("~2026-03-01", "~2026-03-10") is True
+    assert same_occasion("~2026-03-01", "~2026-06-10") is False
+    assert same_occasion("2026-03", "2026-03", new_text="Went to Rome again.") is False
+
+
+def test_it_tells_people_apart():
+    assert same_subject(About("brother Tom", PERSON), About("brother", PERSON))
+    assert same_subject(About("Tom", PERSON), About("brother Tom", PERSON))
+    assert not same_subject(About("coworker Ana", PERSON), About("sister-in-law Ana", PERSON))
+    assert not same_subject(About("Ana Silva", PERSON), About("Ana Costa", PERSON))
+    assert not same_subject(About("brother Arjun", PERSON), About("Arjun Mehta", PERSON))
+    assert not same_subject(About(), About("brother", PERSON))
+    assert same_subject(About(), About())
+
+
+def test_a_newer_memory_replaces_an_older_one_only_about_the_same_subject_and_aspect():
+    home, brother_home = about("Lives in Lisbon."), about("My brother lives in Porto.")
+    moved = about("Moved to Porto in May.")
+    phone, plan = about("Bought a Pixel 9 phone."), about("The monthly plan costs £12.")
+    assert newer_replaces(home, moved, "Lives in Lisbon.", "Moved to Porto in May.")
+    assert not newer_replaces(home, brother_home, "Lives in Lisbon.", "My brother lives in Porto.")
+    assert not newer_replaces(phone, plan, "Bought a Pixel 9 phone.", "The plan costs £12.")
+    # Several values at once: only a newer one naming the same object replaces.
+    meds, other = about("Takes metoprolol daily."), about("Takes vitamin D tablets daily.")
+    switched = about("Switched from metoprolol to bisoprolol.")
+    assert not newer_replaces(meds, other, "Takes metoprolol daily.", "Takes vitamin D tablets.")
+    assert newer_replaces(
+        meds, switched, "Takes metoprolol daily.", "Switched from metoprolol to bisoprolol."
+    )
+
+
+def test_an_about_given_by_a_caller_is_checked():
+    given = checked_about({"subject": "brother Tom", "kind": "person", "aspect": "Home"})
+    assert given == About("brother Tom", PERSON, "home", "", "owner")
+    assert checked_about({"kind": "self", "subject": "ignored"}).subject == SELF
+    for bad, message in [
+        ("home", "must be an object"),
+        ({"kind": "robot"}, "about.kind must be one of"),
+        ({"subject": "x" * 121, "kind": "person"}, "at most 120"),
+        ({"colour": "red"}, "no field 'colour'"),
+        ({"kind": "person"}, "must name whom or what"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            checked_about(bad)
+
+
+def test_it_describes_itself_for_the_pages():
+    assert about("My brother lives in Porto.").describe() == "about your brother · home"
+    assert about("Lives in Porto.").describe() == "about you · home"
+    trip = about("Flew to Rome in May 2019.", "episodic")
+    assert trip.describe() == "about you · travel · 2019-05"
