@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -184,3 +185,34 @@ def test_it_refuses_to_serve_with_a_retrieval_index_trigger_switched_off():
     assert "memory_indexes_postings on memories_memory is switched off" in (
         command.stderr._out.getvalue()
     )
+
+
+def test_it_says_in_one_sentence_that_its_address_is_taken(tmp_path):
+    # Before anything else (no database is reached here): gunicorn would retry
+    # the port, pause, exit, and be restarted with ever longer pauses.
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        address = f"127.0.0.1:{holder.getsockname()[1]}"
+        env = service_env(
+            tmp_path / "data",
+            TIMOTHY_PUBLIC_ADDR=address,
+            DATABASE_URL=f"postgresql://x@127.0.0.1:{free_port()}/x",
+        )
+        result = subprocess.run(
+            [sys.executable, "manage.py", "serve"],
+            cwd=BASE_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=SUBPROCESS_TIMEOUT,
+        )
+    assert result.returncode == 1, result.stdout + result.stderr
+    sentence = result.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(
+        rf"CommandError: Cannot serve: {re.escape(address)} is already in use by pid "
+        rf"{os.getpid()} \(\S*python\S* .+\); stop that, or set TIMOTHY_PUBLIC_ADDR to "
+        r"another address\.",
+        sentence,
+    ), sentence
+    assert "Serving" not in result.stdout

@@ -5,20 +5,31 @@ account exists, then runs the public site, the internal listener and the
 django-q2 worker until Ctrl-C, which stops all of them and the embedded
 PostgreSQL. Meanwhile it supervises them: a child that dies is restarted
 after a pause that grows while it keeps dying, and so is the embedded
-PostgreSQL. Nothing outlives serve (docs/reliability.md).
+PostgreSQL. No child outlives serve (docs/reliability.md): its children get
+SIGTERM when it dies, however it dies (Linux's parent-death signal), and it
+records them in ``serve.json`` in the data folder, so that the next serve
+stops whatever an earlier one left running (and refuses to start while an
+earlier one still runs there).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
+import fcntl
+import json
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import psutil
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.checks import ERROR
@@ -40,8 +51,9 @@ RESTART_FIRST_SECONDS = 1
 RESTART_MAX_SECONDS = 30
 # ...and back to the first pause once a child had run this long.
 STABLE_SECONDS = 60
-# Request threads of each gunicorn worker.
-WEB_THREADS = 4
+# What serve records in the data folder: its pid and its children's, locked
+# for as long as it runs.
+STATE_FILE = "serve.json"
 
 PUBLIC_SITE = "public site"
 INTERNAL_LISTENER = "internal listener"
@@ -97,6 +109,11 @@ class Command(BaseCommand):
         # manage.py started the embedded PostgreSQL already; serve may also be
         # called from code (call_command), so it makes sure itself.
         database.ensure_running()
+        if not check_only:
+            # Before anything else: an earlier serve that still runs, or what a
+            # dead one left, would otherwise hold the ports and the queue.
+            self.state = self.claim_data_dir()
+            check_addresses_free()
         self.check_database()
         call_command("migrate", interactive=False, verbosity=0)
         self.check_retrieval_index()
@@ -166,8 +183,32 @@ class Command(BaseCommand):
             + "\n  (change the password in the admin; make more tokens on the Tokens page)\n"
         )
 
+    def claim_data_dir(self) -> ServeState:
+        """Lock the data folder's serve.json for as long as this serve runs; refuse
+        if another serve holds it; stop what a dead one left running."""
+        state = ServeState(Path(settings.DATA_DIR) / STATE_FILE)
+        earlier = state.acquire()
+        stopped, killed = stop_leftovers(earlier)
+        if stopped:
+            names = [child["name"] for child in earlier.get("children", [])]
+            running = {child["name"] for child, _ in stopped}
+            listed = and_list([name for name in names if name in running])
+            count = sum(len(members) for _, members in stopped)
+            self.stdout.write(
+                f"An earlier serve (pid {earlier.get('pid', '?')}) had died and left its "
+                f"{listed} running ({count} process{'es' if count != 1 else ''}); "
+                + (
+                    f"stopped them ({killed} with SIGKILL, having ignored SIGTERM)."
+                    if killed
+                    else "stopped them."
+                )
+            )
+        state.record([])
+        return state
+
     def serve(self, web_workers: int) -> None:
         children = [Child(name, command) for name, command in child_commands(web_workers).items()]
+        state = getattr(self, "state", None) or self.claim_data_dir()
         embedded = settings.EMBEDDED_DATABASE
         postgres_restarts = Backoff()
         stopping = False
@@ -181,6 +222,7 @@ class Command(BaseCommand):
         try:
             for child in children:
                 child.start()
+                state.record(children)
             self.stdout.write(
                 f"Serving http://{settings.PUBLIC_ADDR}/ (pages, API at /v1/, docs at "
                 f"/api/docs/); internal listener on {settings.INTERNAL_ADDR}"
@@ -189,20 +231,24 @@ class Command(BaseCommand):
             )
             while not stopping:
                 for child in children:
-                    self.supervise(child)
+                    if self.supervise(child):
+                        state.record(children)
                 if embedded:
                     self.supervise_postgres(postgres_restarts)
                 time.sleep(SUPERVISE_INTERVAL)
         finally:
             self.stdout.write("Stopping…")
             stop_all(children)
+            state.record([])
             if embedded:
                 connection.close()
                 database.stop_embedded(settings.DATA_DIR)
+            state.release()
             self.stdout.write("Stopped.")
 
-    def supervise(self, child: Child) -> None:
-        """Restart a child that exited, after a pause that grows while it keeps failing."""
+    def supervise(self, child: Child) -> bool:
+        """Restart a child that exited, after a pause that grows while it keeps failing;
+        whether it was started again."""
         if child.process is not None and child.process.poll() is not None:
             code = child.process.returncode
             how = (
@@ -222,6 +268,8 @@ class Command(BaseCommand):
         if child.process is None and time.monotonic() >= child.restart_at:
             child.start()
             self.stdout.write(f"Restarted the {child.name} (pid {child.process.pid}).")
+            return True
+        return False
 
     def supervise_postgres(self, restarts: Backoff) -> None:
         """Start the embedded PostgreSQL again if it is gone (killed, crashed, stopped),
@@ -318,9 +366,207 @@ class Child:
     def start(self) -> None:
         # Each child leads a process group of its own: Ctrl-C reaches only us,
         # and whatever it starts (gunicorn's workers, qcluster's processes)
-        # can be stopped with it, even after it died.
-        self.process = subprocess.Popen(self.command, start_new_session=True)
+        # can be stopped with it, even after it died. It gets SIGTERM when
+        # serve dies, and stops its own processes as it does on Ctrl-C.
+        self.process = subprocess.Popen(
+            self.command, start_new_session=True, preexec_fn=die_with(os.getpid())
+        )
         self.started_at = time.monotonic()
+
+    def record(self) -> dict:
+        """What serve.json keeps of it: enough to find its group after serve died."""
+        pid = self.process.pid
+        try:
+            started = psutil.Process(pid).create_time()
+        except psutil.Error:
+            started = time.time()
+        return {"name": self.name, "pid": pid, "started": started}
+
+
+# --- Dying with serve, and what a dead serve left ------------------------------------
+
+# prctl(2): the signal a process gets when the thread that started it ends.
+PR_SET_PDEATHSIG = 1
+try:
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (AttributeError, OSError):  # not Linux: the state file alone cleans up
+    _prctl = None
+
+
+def die_with(parent: int):
+    """``preexec_fn`` of a child that must get SIGTERM when ``parent`` dies.
+
+    Linux sends it when the *thread* that forked the child ends: serve starts
+    its children from its main thread, which lives as long as serve does.
+    """
+
+    def arrange() -> None:
+        if _prctl is not None:
+            _prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # it died before the line above took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return arrange
+
+
+class ServeState:
+    """``serve.json`` in the data folder: the pid of the serve that runs there and
+    its children's, under an exclusive lock held for as long as that serve runs.
+
+    The lock, not the pid, says whether it runs: the kernel drops it when the
+    process ends however it ends, and a reused pid cannot hold it.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd: int | None = None
+
+    def acquire(self) -> dict:
+        """Take the lock; what the previous serve recorded (empty if nothing).
+
+        Raises ``CommandError`` (one sentence) if a serve holds it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = read_state(fd).get("pid")
+            os.close(fd)
+            running = f"as pid {pid}; stop it first (Ctrl-C in its terminal, or kill {pid})"
+            raise CommandError(
+                f"serve is already running on {self.path.parent} "
+                + (running if pid else "; stop it first")
+                + ", or give this one another TIMOTHY_DATA_DIR."
+            ) from None
+        self.fd = fd
+        return read_state(fd)
+
+    def record(self, children: list[Child]) -> None:
+        state = {
+            "pid": os.getpid(),
+            "started": psutil.Process().create_time(),
+            "children": [child.record() for child in children if child.process is not None],
+        }
+        data = (json.dumps(state, indent=1) + "\n").encode()
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, data, 0)
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def read_state(fd: int) -> dict:
+    try:
+        state = json.loads(os.pread(fd, 1 << 20, 0) or b"{}")
+    except ValueError:
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def leftovers(child: dict) -> list[psutil.Process]:
+    """What still runs of a recorded child: the processes of its group.
+
+    A group's id is its first process's pid, which Linux reuses for nothing
+    while any process of the group lives; a member also started after it.
+    """
+    try:
+        pgid, started = int(child["pid"]), float(child["started"])
+    except (KeyError, TypeError, ValueError):
+        return []
+    members = []
+    for process in psutil.process_iter():
+        try:
+            if (
+                process.pid != os.getpid()
+                and os.getpgid(process.pid) == pgid
+                and process.create_time() >= started - 1
+                and process.status() != psutil.STATUS_ZOMBIE
+            ):
+                members.append(process)
+        except (psutil.Error, OSError):
+            continue
+    return members
+
+
+def stop_leftovers(earlier: dict) -> tuple[list[tuple[dict, list[psutil.Process]]], int]:
+    """Stop what a dead serve's children left running; what was found, and how
+    many needed SIGKILL.
+
+    SIGTERM to each group's leader (gunicorn and qcluster stop their own
+    processes), or to every member if the leader is gone, and SIGCONT (a
+    stopped process acts on nothing else); SIGKILL after STOP_GRACE_SECONDS.
+    """
+    found = []
+    for child in earlier.get("children", []):
+        if isinstance(child, dict) and (members := leftovers(child)):
+            found.append((child, members))
+    everyone = [process for _, members in found for process in members]
+    for child, members in found:
+        leader = [process for process in members if process.pid == int(child["pid"])]
+        for process in leader or members:
+            with contextlib.suppress(psutil.Error):
+                process.send_signal(signal.SIGTERM)
+        for process in members:
+            with contextlib.suppress(psutil.Error):
+                process.send_signal(signal.SIGCONT)
+    _, alive = psutil.wait_procs(everyone, timeout=STOP_GRACE_SECONDS)
+    for process in alive:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(alive, timeout=STOP_GRACE_SECONDS)
+    return found, len(alive)
+
+
+def and_list(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def check_addresses_free() -> None:
+    """Refuse, in one sentence, to serve on an address another process listens on
+    (gunicorn would retry, pause, and be restarted with ever longer pauses)."""
+    for variable, address in (
+        ("TIMOTHY_PUBLIC_ADDR", settings.PUBLIC_ADDR),
+        ("TIMOTHY_INTERNAL_ADDR", settings.INTERNAL_ADDR),
+    ):
+        host, _, port = address.rpartition(":")
+        host = host.strip("[]")
+        if not port.isdigit():
+            continue
+        try:
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                # As gunicorn binds: a port in TIME_WAIT is free.
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind((host, int(port)))
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE:
+                continue  # gunicorn says what is wrong with it
+            raise CommandError(
+                f"Cannot serve: {address} is already in use{listener_of(int(port))}; "
+                f"stop that, or set {variable} to another address."
+            ) from None
+
+
+def listener_of(port: int) -> str:
+    """ " by pid N (its command line)" for the process listening on ``port``, if known."""
+    try:
+        connections = psutil.net_connections(kind="tcp")
+    except psutil.Error:
+        return ""
+    for conn in connections:
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+            if conn.pid is None:
+                return ""
+            try:
+                command = " ".join(psutil.Process(conn.pid).cmdline())
+            except psutil.Error:
+                command = ""
+            if len(command) > 80:
+                command = command[:77] + "…"
+            return f" by pid {conn.pid}" + (f" ({command})" if command else "")
+    return ""
 
 
 def end_group(pgid: int, sig: int = signal.SIGKILL) -> None:
