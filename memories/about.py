@@ -953,7 +953,7 @@ ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
         r"\bcredit card\b|\binsurance\b|\btax\b|\baccountant\b",
     ),
     ("sleep", r"\bsleeps?\b|\bbedtime\b|\bwakes? up\b|\bnaps?\b|\bbed by\b|\bgoes to bed\b"),
-    ("name", r"\bname is\b|\bnamed\b|\bcalled\b|\bgoes by\b|\bnickname\b|\bpronouns?\b"),
+    ("name", r"\bname is\b|\bgoes by\b|\bnickname\b|\bpronouns?\b"),
     (
         "religion",
         r"\bchurch\b|\bmosque\b|\bsynagogue\b|\btemple\b|\bpray\w*|\breligio\w*|\bfaith\b",
@@ -1215,7 +1215,9 @@ def derive_about(
     a memory about one of them is about the owner.
     """
     subject, kind, relation_aspect = _subject_of(content, tuple(entities))
-    if kind == PERSON and _is_the_owner(subject, owner_names):
+    if kind == PERSON and (
+        _is_the_owner(subject, owner_names) or _acts_on_the_owner(content, subject)
+    ):
         subject, kind = SELF, SELF
     if kind == SELF and not relation_aspect:
         # "Has a sister named Maria": who the owner's sister is.
@@ -1234,6 +1236,20 @@ def derive_about(
 
 
 _HAS_A_NAMED = re.compile(r"\b(?:has|have|had) an? (?:\w+ )?([\w-]+),? (?:named|called) [A-Z]")
+
+
+# Whose work is the owner's care: "Her GP switched her medication" is about the owner.
+CARER_ROLES = frozenset({"doctor", "gp", "dentist", "physio", "therapist", "vet", "coach"})
+
+
+def _acts_on_the_owner(content: str, subject: str) -> bool:
+    """Someone else does something to or for the owner, whom a memory names as
+    him: "Claire gave him her old iPhone", "The GP doubled his atorvastatin"."""
+    clause = _first_clause(content).lower().replace("’", "'")
+    role, _ = split_subject(subject.casefold())
+    if role in CARER_ROLES and re.search(r"\b(?:his|her|him)\b", clause):
+        return True
+    return bool(re.search(r"\b(?:him|himself)\b", clause))
 
 
 def owner_names_of(user) -> tuple[str, ...]:
