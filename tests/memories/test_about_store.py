@@ -1,0 +1,151 @@
+"""What a memory is about, through the store: written, given, corrected, carried, erased."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from memories import consolidation
+from memories.about import SELF, SET_BY_OWNER, About
+from memories.models import Memory, MemoryEvent
+from tests.base import make_memory
+from tests.consolidation.helpers import at_cosine, axis
+
+pytestmark = pytest.mark.django_db
+
+
+def stored(memory: Memory) -> tuple[str, str, str, str, str]:
+    row = Memory.objects.get(pk=memory.pk)
+    return (
+        row.about_subject,
+        row.about_kind,
+        row.about_aspect,
+        row.about_occasion,
+        row.about_set_by,
+    )
+
+
+def test_a_written_memory_stores_what_it_is_about(alice):
+    brother = Memory.remember(alice, "My brother Tom lives in Porto.", Memory.Type.SEMANTIC)
+    trip = Memory.propose(alice, "Flew to Rome in May 2019.", Memory.Type.EPISODIC)
+    # The account is alice: a memory about Alice is about its owner.
+    mine = Memory.remember(alice, "Alice cycles to work.", Memory.Type.SEMANTIC)
+    assert stored(brother) == ("brother Tom", "person", "home", "", "rules")
+    assert stored(trip) == (SELF, SELF, "travel", "2019-05", "rules")
+    assert stored(mine) == (SELF, SELF, "commute", "", "rules")
+
+
+def test_a_new_version_keeps_the_owners_about_while_its_text_stays(alice):
+    memory = Memory.remember(alice, "Moved in with Tom.", Memory.Type.SEMANTIC)
+    given = About("brother Tom", "person", "home", "", SET_BY_OWNER)
+    corrected = memory.edit(about=given, actor=alice, via="page")
+    assert corrected.pk != memory.pk and corrected.content == memory.content
+    assert stored(corrected) == ("brother Tom", "person", "home", "", "owner")
+    retyped = corrected.edit(confidence=0.7)
+    assert stored(retyped)[4] == "owner"
+    rewritten = retyped.edit("Moved in with Ana.")
+    assert stored(rewritten)[4] == "rules"
+
+
+def test_an_edit_confirms_a_proposal_as_the_new_version_of_another_in_one_step(alice):
+    old = Memory.remember(alice, "Cycles to work.", Memory.Type.SEMANTIC)
+    proposal = Memory.propose(alice, "Takes the train to wrok.", Memory.Type.SEMANTIC)
+
+    new = proposal.confirm_edited("Takes the train to work.", replaces=old, actor=alice)
+
+    old.refresh_from_db()
+    proposal.refresh_from_db()
+    assert new.status == Memory.Status.ACTIVE and new.confidence == 1.0
+    assert old.status == proposal.status == Memory.Status.SUPERSEDED
+    assert old.superseded_by_id == proposal.superseded_by_id == new.pk
+    confirmed = MemoryEvent.objects.get(memory=new, action=MemoryEvent.Action.CONFIRMED)
+    assert confirmed.data == {"from": "proposed", "edited": proposal.pk, "replaces": old.pk}
+    assert {m.pk for m in Memory.objects.chain(new)} == {old.pk, proposal.pk, new.pk}
+
+
+def test_an_edit_cannot_replace_a_memory_that_is_no_longer_active(alice):
+    old = Memory.remember(alice, "Cycles to work.", Memory.Type.SEMANTIC)
+    old.archive()
+    proposal = Memory.propose(alice, "Takes the train to work.", Memory.Type.SEMANTIC)
+    with pytest.raises(Exception, match="only an active memory is replaced"):
+        proposal.confirm_edited("Takes the 8:15 train to work.", replaces=old)
+    proposal.refresh_from_db()
+    assert proposal.status == Memory.Status.PROPOSED
+
+
+def test_redaction_erases_the_about_too(alice):
+    memory = Memory.remember(alice, "Ana Lopes lives in Lisbon.", Memory.Type.SEMANTIC)
+    memory.redact(reason="not hers to keep", actor=alice)
+    subject, kind, aspect, occasion, _ = stored(memory)
+    assert (subject, aspect, occasion) == ("", "", "")
+    from memories.memory_json import memory_to_dict
+
+    assert memory_to_dict(Memory.objects.get(pk=memory.pk))["about"] is None
+
+
+def test_export_and_import_carry_the_about(alice, bob, tmp_path):
+    memory = Memory.remember(alice, "Moved in with Tom.", Memory.Type.SEMANTIC)
+    memory.edit(about=About("brother Tom", "person", "home", "", SET_BY_OWNER))
+    path = tmp_path / "alice.jsonl"
+    call_command("export_memories", str(path), "--owner", "alice", stdout=StringIO())
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines[-1]["about"]["subject"] == "brother Tom"
+
+    call_command("import_memories", str(path), "--owner", "bob", stdout=StringIO())
+    head = Memory.objects.for_owner(bob).get(status=Memory.Status.ACTIVE)
+    # An exported correction stays the owner's; the line says so.
+    assert stored(head) == ("brother Tom", "person", "home", "", "owner")
+
+
+def test_import_reads_an_about_where_a_line_has_none_and_refuses_a_bad_one(bob, tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        json.dumps({"content": "My sister Ana lives in Lisbon.", "type": "semantic"})
+        + "\n"
+        + json.dumps({"content": "Lives in Porto.", "type": "semantic", "about": {"kind": "x"}})
+        + "\n"
+    )
+    err = StringIO()
+    with pytest.raises(Exception, match="1 lines failed"):
+        call_command("import_memories", str(path), "--owner", "bob", stdout=StringIO(), stderr=err)
+    assert "line 2: about.kind must be one of" in err.getvalue()
+    [memory] = Memory.objects.for_owner(bob)
+    assert stored(memory)[:3] == ("sister Ana", "person", "home")
+
+
+def test_derive_about_fills_memories_written_before_abouts(alice, bob):
+    old = make_memory(alice, "My brother lives in Porto.")
+    other = make_memory(bob, "Allergic to penicillin.")
+    owners = Memory.remember(alice, "Lives in Lisbon.", Memory.Type.SEMANTIC)
+    owners = owners.edit(about=About("self", "self", "the flat", "", SET_BY_OWNER))
+    assert stored(old)[1] == ""
+
+    out = StringIO()
+    call_command("derive_about", "--owner", "alice", "--dry-run", stdout=out, stderr=StringIO())
+    assert "Would write what 1 of 1 memories are about" in out.getvalue()
+    assert stored(old)[1] == ""
+
+    out = StringIO()
+    call_command("derive_about", "--owner", "alice", stdout=out, stderr=StringIO())
+    assert "Wrote what 1 of 1 memories are about" in out.getvalue()
+    assert stored(old) == ("brother", "person", "home", "", "rules")
+    assert stored(other)[1] == ""  # another owner's, not asked for
+
+    call_command("derive_about", "--all", stdout=StringIO(), stderr=StringIO())
+    assert stored(other)[:3] == (SELF, SELF, "allergy")
+    assert stored(owners)[2:] == ("the flat", "", "owner")
+
+
+def test_consolidation_never_merges_memories_about_different_subjects(alice):
+    mine = make_memory(alice, "Lives in Porto.", embedding=axis(0))
+    brother = make_memory(alice, "My brother lives in Porto.", embedding=at_cosine(0, 1, 0.97))
+    again = make_memory(alice, "Lives in Porto, Portugal.", embedding=at_cosine(0, 2, 0.97))
+
+    plan = consolidation.plan(alice)
+
+    groups = [sorted(member.id for member in group.members) for group in plan.merges]
+    assert groups == [sorted([mine.pk, again.pk])]
+    assert brother.pk not in {member.id for group in plan.merges for member in group.members}
