@@ -89,7 +89,7 @@ DEFAULT_PROFILE = FusionProfile(
     current_state=True,
     max_item_share=0.25,
     block_falloff=0.15,
-    block_max_memories=8,
+    block_max_memories=10,
 )
 
 # Seed 000 exactly: ts_rank text leg, RRF k = 60, every type decays with a
