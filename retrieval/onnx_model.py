@@ -49,13 +49,9 @@ ONNX_OPSET = 17
 ONNX_IR_VERSION = 8  # the IR that opset 17 came with
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT = "sentence_embedding"
-# A few texts the freshly built graph must embed into finite vectors of the
-# right size (and unit length when normalised) before it is renamed into place.
-PROBES = (
-    "Prefers an aisle seat on long-haul flights.",
-    "?",
-    "A longer memory that goes on: " + "the garden, the bees, the honey harvest, " * 40,
-)
+# Texts the freshly built graph must embed into finite vectors of the right
+# size (and unit length when normalised) before it is renamed into place.
+PROBES = ("Prefers an aisle seat on long-haul flights.", "?")
 
 # A bulk job (reembed) runs one batch per core, each on one thread, rather than
 # each batch on every core: 158 against 120 texts a second on this 2-core
@@ -114,6 +110,14 @@ def load_onnx_model(
         raise OnnxModelUnsupported(f"onnxruntime is not installed ({error})")
     if export_dir is None:
         raise OnnxModelUnsupported("no folder to keep the model's graph in")
+    if bulk:
+        shape = {
+            "threads": 1,
+            "batch_size": min(batch_size, BULK_BATCH_TEXTS),
+            "parallel_batches": threads,
+        }
+    else:
+        shape = {"threads": threads, "batch_size": batch_size}
     target = graph_path(model_path, export_dir)
     if not target.exists():
         export_dir.mkdir(parents=True, exist_ok=True)
@@ -121,18 +125,10 @@ def load_onnx_model(
         with open(export_dir / ".export.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not target.exists():
-                _build_file(model_path, target, layout, batch_size)
+                model = _build(model_path, target, layout, shape)
                 _remove_stale_graphs(target)
-    if bulk:
-        return OnnxModel(
-            model_path,
-            target,
-            layout,
-            threads=1,
-            batch_size=min(batch_size, BULK_BATCH_TEXTS),
-            parallel_batches=threads,
-        )
-    return OnnxModel(model_path, target, layout, threads=threads, batch_size=batch_size)
+                return model
+    return OnnxModel(model_path, target, layout, **shape)
 
 
 def graph_path(model_path: Path, export_dir: Path) -> Path:
@@ -285,7 +281,7 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
         if entry["dtype"] == "BF16":
             array = (array.astype(np.uint32) << 16).view(np.float32)
         elif array.dtype.kind == "f":
-            array = array.astype(np.float32)
+            array = array.astype(np.float32, copy=False)  # float32 stays a view of the file
         else:
             array = np.array(array)
         tensors[name] = array
@@ -389,7 +385,7 @@ def build_graph(
     g = _Nodes()
 
     def weight(name: str) -> np.ndarray:
-        return weights[prefix + name].astype(np.float32)
+        return weights[prefix + name].astype(np.float32, copy=False)
 
     def linear(x: str, name: str) -> str:
         # torch's Linear keeps its weight as out × in; MatMul wants in × out.
@@ -492,19 +488,20 @@ def build_graph(
     )
 
 
-def _build_file(model_path: Path, target: Path, layout: dict, batch_size: int) -> None:
+def _build(model_path: Path, target: Path, layout: dict, shape: dict) -> OnnxModel:
+    """Build the graph into ``target``; the session that checked it is the one returned."""
     started = time.monotonic()
     config = _bert_config(model_path)
     weights_path = model_path / "model.safetensors"
     prefix = _weight_prefix(_safetensors_header(weights_path), config)
     partial = target.with_name(target.name + f".{os.getpid()}.partial")
     try:
-        model = build_graph(
+        graph = build_graph(
             read_safetensors(weights_path), config, normalize=layout["normalize"], prefix=prefix
         )
-        partial.write_bytes(model)
-        del model
-        built = OnnxModel(model_path, partial, layout, threads=1, batch_size=batch_size)
+        partial.write_bytes(graph)
+        del graph
+        built = OnnxModel(model_path, partial, layout, **shape)
         vectors = built.encode(list(PROBES))
         norms = np.linalg.norm(vectors, axis=1)
         if vectors.shape != (len(PROBES), layout["dimensions"]) or not np.isfinite(vectors).all():
@@ -518,6 +515,7 @@ def _build_file(model_path: Path, target: Path, layout: dict, batch_size: int) -
             target,
             time.monotonic() - started,
         )
+        return built
     except OnnxModelUnsupported:
         raise
     except Exception as error:
