@@ -20,7 +20,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from tqdm import tqdm
 
-from memories.about import about_fields
+from memories.about import about_fields, refined
 from memories.models import Memory, normalize_entities
 from retrieval.constants import LEGS
 from retrieval.embeddings import EmbeddingProvider, check_embedding_dimensions
@@ -128,8 +128,10 @@ def load_conversation(
     if entities == "auto":
         _find_entities(owner, rows)
     for row in rows:
-        # What each memory is about, as a write through the store derives it.
-        for name, value in about_fields(row.about).items():
+        # What each memory is about, as the store derives it: the rules when it
+        # is written, the meaning's aspect once it has a vector.
+        about = refined(row.about, row.type, row.embedding, provider)
+        for name, value in about_fields(about).items():
             setattr(row, name, value)
     created = Memory.objects.bulk_create(rows, batch_size=500)
     dataset_ids = {
