@@ -31,6 +31,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memories import access_log
 from memories.api_schema import (
     CHAIN_EXAMPLE,
     CREATED_EXAMPLE,
@@ -508,4 +509,13 @@ class MemorySearchView(ApiView):
     def post(self, request: Request) -> Response:
         body = SearchSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        return run_recall(request.user, body.validated_data)
+        response = run_recall(request.user, body.validated_data)
+        # Which token got which memories (memories/access_log.py), off the turn.
+        access_log.record_search(
+            request.user,
+            request.auth,
+            body.validated_data["query"],
+            response.data,
+            source=access_log.AccessRecord.Source.API,
+        )
+        return response

@@ -31,6 +31,7 @@ from rest_framework.decorators import (
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memories import access_log
 from memories.api import LimitedJSONParser, check_body_size, run_recall
 from memories.errors import ApiError
 from memories.serializers import InternalRetrieveSerializer
@@ -106,7 +107,16 @@ def retrieve(request: Request) -> Response:
     )
     if owner is None:
         raise ApiError(status.HTTP_404_NOT_FOUND, "not_found", "No such owner.")
-    return run_recall(owner, body.validated_data)
+    response = run_recall(owner, body.validated_data)
+    # What the chat service got, in the owner's access log (memories/access_log.py).
+    access_log.record_search(
+        owner,
+        None,
+        body.validated_data["query"],
+        response.data,
+        source=access_log.AccessRecord.Source.SERVICE,
+    )
+    return response
 
 
 @internal_view

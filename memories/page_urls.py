@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from memories import views
+from memories import access_views, store_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -29,4 +29,10 @@ urlpatterns = [
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/new/", views.token_create, name="token-create"),
     path("tokens/<int:pk>/revoke/", views.token_revoke, name="token-revoke"),
+    path("tokens/<int:pk>/", access_views.token_access, name="token-access"),
+    path("store/", store_views.store, name="store"),
+    path("store/download/", store_views.download, name="store-download"),
+    path("store/upload/", store_views.upload, name="store-upload"),
+    path("store/import/", store_views.confirm_import, name="store-import"),
+    path("store/cancel/", store_views.cancel_import, name="store-cancel"),
 ]

@@ -15,6 +15,8 @@ transaction:
 - idempotency records that answered with a redacted version, were an action on
   one, or quote its text (memories/idempotency.py);
 - admin log entries about a redacted version or quoting its text;
+- query previews in the access log of searches that delivered a redacted
+  version or quote its text (memories/access_log.py);
 - the task queue's record of the extraction run that proposed it, which holds
   the whole conversation;
 - entity dictionary rows whose count fell to 0 (the key is the entity's name).
@@ -165,6 +167,11 @@ def erase_copies(
         from django.contrib.admin.models import LogEntry
 
         tables.add(LogEntry._meta.db_table)
+
+    from memories.access_log import scrub_for_redaction
+
+    # The access log's query previews of searches that delivered it or quote it.
+    tables.update(scrub_for_redaction(owner_id, ids, text_needles))
 
     sessions = {m.session_id for m in redacted if m.source == Memory.Source.EXTRACTION}
     result.extraction_runs = _forget_extraction_runs(owner_id, sessions - {""})

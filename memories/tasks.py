@@ -102,6 +102,11 @@ def daily_maintenance() -> str:
     forgotten = forget_expired_keys()
     if forgotten:
         logger.info("Forgot %d expired idempotency keys", forgotten)
+    from memories.access_log import prune
+
+    pruned = prune()
+    if pruned:
+        logger.info("Pruned %d access records past TIMOTHY_ACCESS_LOG_DAYS", pruned)
     compact_corpus_sums()
     return summary
 

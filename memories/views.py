@@ -26,6 +26,7 @@ from django.utils.text import Truncator
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from memories.access_log import deliveries_of
 from memories.diff import DiffPiece, word_diff
 from memories.forms import (
     BulkActionForm,
@@ -661,6 +662,9 @@ def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "chain_has_text": any(m.status != Memory.Status.REDACTED for m in chain),
             "events": events,
             "reason_form": ReasonForm(),
+            # Which tokens received it, how often, last when (memories/access_log.py).
+            "deliveries": deliveries_of(request.user, memory.pk),
+            "access_log_days": settings.ACCESS_LOG_DAYS,
         },
     )
 

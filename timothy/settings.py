@@ -267,6 +267,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
 RATE_LIMIT_PER_MINUTE = envint("TIMOTHY_RATE_LIMIT_PER_MINUTE", 600, minimum=0)
 # Hours an Idempotency-Key replays its first answer; the daily job then forgets it.
 IDEMPOTENCY_KEY_HOURS = envint("TIMOTHY_IDEMPOTENCY_KEY_HOURS", 24, minimum=1)
+# Days the access log keeps a search (which token got which memories); the daily job prunes older.
+ACCESS_LOG_DAYS = envint("TIMOTHY_ACCESS_LOG_DAYS", 90, minimum=1)
+# Largest file the owner may upload on the store page (a JSON Lines import), in bytes.
+MAX_UPLOAD_BYTES = envint("TIMOTHY_MAX_UPLOAD_BYTES", 50 * 1024 * 1024, minimum=1024)
 
 # Address of the public site and API, and of the internal listener.
 PUBLIC_ADDR = envaddress("TIMOTHY_PUBLIC_ADDR", "127.0.0.1:8000")
