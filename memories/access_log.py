@@ -155,25 +155,17 @@ class Delivery:
 
 def deliveries_of(owner, memory_id: int) -> list[Delivery]:
     """Per token, how many searches delivered ``memory_id`` and the latest, most first."""
-    from memories.tokens import ApiToken
-
     rows = (
         AccessRecord.objects.filter(owner=owner, memory_ids__contains=[memory_id])
-        .values("token_id", "source")
+        .values("token_id", "token__name", "source")
         .annotate(times=models.Count("id"), last=models.Max("at"))
         .order_by("-times", "-last")
-    )
-    rows = list(rows)
-    names = dict(
-        ApiToken.objects.filter(
-            owner=owner, pk__in=[row["token_id"] for row in rows if row["token_id"]]
-        ).values_list("pk", "name")
     )
     return [
         Delivery(
             token_id=row["token_id"],
             token_name=(
-                (names.get(row["token_id"]) or "(unnamed)")
+                (row["token__name"] or "(unnamed)")
                 if row["token_id"]
                 else AccessRecord.Source(row["source"]).label
             ),

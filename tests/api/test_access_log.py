@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from memories import access_log
 from memories.access_log import AccessRecord
 from memories.models import ApiToken
 from tests.base import make_memory
@@ -76,3 +77,14 @@ def test_the_inspector_is_not_logged(client, alice):
     assert response.status_code == 200
     assert response.context["result"].memories
     assert not AccessRecord.objects.exists()
+
+
+def test_in_production_the_record_is_written_after_the_answer_off_the_turn(
+    settings, alice_api, alice
+):
+    settings.STAMP_IN_BACKGROUND = True
+    seats = make_memory(alice, "Alice prefers an aisle seat on long-haul flights.")
+    response = alice_api.post(SEARCH, {"query": "Which seat on long flights?"})
+    assert response.status_code == 200, response.text
+    access_log.drain()
+    assert list(AccessRecord.objects.values_list("memory_ids", flat=True)) == [[seats.pk]]
