@@ -41,6 +41,8 @@ from memories.api_schema import (
     SEARCH_EXAMPLE,
     error_responses,
 )
+from memories.auth import require_scope
+from memories.disk_erase import DiskErase, erase_for, request_erase
 from memories.errors import ApiError, LengthRequired, PayloadTooLarge
 from memories.idempotency import run_idempotently
 from memories.memory_json import memory_to_dict
@@ -264,7 +266,7 @@ class MemoryCollectionView(ApiView):
         description="The owner's memories, newest first, one page at a time "
         "(follow next_cursor). status defaults to active; 'all' lists every status.",
         parameters=[MemoryListQuerySerializer],
-        responses={200: MemoryPageSerializer, **error_responses(400, 401, 429, 503)},
+        responses={200: MemoryPageSerializer, **error_responses(400, 401, 403, 429, 503)},
         examples=[
             OpenApiExample(
                 "a page",
@@ -274,6 +276,7 @@ class MemoryCollectionView(ApiView):
         ],
     )
     def get(self, request: Request) -> Response:
+        require_scope(request.auth, "read")
         query = MemoryListQuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         page, next_cursor = list_memories(request.user, **query.validated_data)
@@ -291,7 +294,7 @@ class MemoryCollectionView(ApiView):
         parameters=[IDEMPOTENCY_PARAMETER],
         responses={
             201: CreatedMemorySerializer,
-            **error_responses(400, 401, 413, 415, 422, 429, 503),
+            **error_responses(400, 401, 403, 413, 415, 422, 429, 503),
         },
         examples=[
             OpenApiExample(
@@ -322,6 +325,8 @@ class MemoryCollectionView(ApiView):
     def post(self, request: Request) -> Response:
         body = MemoryCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        remember = body.validated_data["mode"] == MemoryCreateSerializer.Mode.REMEMBER
+        require_scope(request.auth, "write" if remember else "propose")
         return run_idempotently(
             request, lambda: self._create(request.user, body.validated_data, request.auth)
         )
@@ -335,12 +340,14 @@ class MemoryCollectionView(ApiView):
             "actor": owner,
             "via": "api",
         }
+        # Pending proposals too: the same fact proposed twice is one in the queue.
         found = find_related(
             owner,
             data["content"],
             entities=fields["entities"],
             type=data["type"],
             about=data.get("about"),
+            include_proposals=True,
         )
         # The caller's about, or the one judged here (with the embedding's help).
         fields["about"] = data.get("about") or found.about
@@ -390,13 +397,21 @@ class MemoryDetailView(ApiView):
         "the memory as it is, a proposal confirmed as it is); redact any memory that is "
         "not yet redacted (a reason is required; chain: true erases every version of its "
         "chain): its text, entities and embedding are erased for good and the row stays in "
-        "its chain, answered 200 with the redacted memory.",
+        "its chain, answered 200 with the redacted memory (erase_from_disk: true also queues "
+        "an erase from disk); erase_from_disk on a redacted memory: the erase that covers it "
+        "(queued if none does), answered 200 once complete, else 202 with its progress.",
         parameters=[MEMORY_ID_PARAMETER, IDEMPOTENCY_PARAMETER],
         request=MemoryActionSerializer,
         responses={
-            200: OpenApiResponse(MemorySerializer, description="The memory after the action."),
+            200: OpenApiResponse(
+                MemorySerializer,
+                description="The memory after the action (erase_from_disk: the erase, complete).",
+            ),
             201: OpenApiResponse(MemorySerializer, description="supersede: the new head."),
-            **error_responses(400, 401, 404, 409, 413, 415, 422, 429, 503),
+            202: OpenApiResponse(
+                description="erase_from_disk: the erase, requested or running, with its progress."
+            ),
+            **error_responses(400, 401, 403, 404, 409, 413, 415, 422, 429, 503),
         },
         examples=[
             OpenApiExample("confirm", value={"action": "confirm"}, request_only=True),
@@ -423,6 +438,7 @@ class MemoryDetailView(ApiView):
         ],
     )
     def post(self, request: Request, memory_id: int) -> Response:
+        require_scope(request.auth, "write")
         memory = owned_memory(request.user, memory_id)
         body = MemoryActionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -458,9 +474,31 @@ class MemoryDetailView(ApiView):
                     memory.redact(chain=data.get("chain", False), **context)
                 except RedactionRefused as refused:
                     raise ApiError(status.HTTP_400_BAD_REQUEST, refused.code, refused.message)
+                if data.get("erase_from_disk"):
+                    request_erase(owner=owner, via="api")
                 return Response(memory_to_dict(memory))
 
             return redact
+
+        if data["action"] == "erase_from_disk":
+
+            def erase() -> Response:
+                if memory.status != Memory.Status.REDACTED:
+                    raise ApiError(
+                        status.HTTP_409_CONFLICT,
+                        "not_redacted",
+                        "Only a redacted memory is erased from disk: redact it first.",
+                    )
+                found = erase_for(memory)
+                if found is None or found.state == DiskErase.State.FAILED:
+                    found = request_erase(owner=owner, via="api")
+                done = found.state == DiskErase.State.COMPLETE
+                return Response(
+                    {"memory": memory.pk, "disk_erase": found.as_dict()},
+                    status=status.HTTP_200_OK if done else status.HTTP_202_ACCEPTED,
+                )
+
+            return erase
 
         def change() -> Response:
             getattr(memory, data["action"])(**context)
@@ -476,10 +514,11 @@ class MemoryChainView(ApiView):
         description="Every version in the memory's chain, oldest first, from any member, "
         "each with its events (who, when, via what, why).",
         parameters=[MEMORY_ID_PARAMETER],
-        responses={200: ChainSerializer, **error_responses(401, 404, 429, 503)},
+        responses={200: ChainSerializer, **error_responses(401, 403, 404, 429, 503)},
         examples=[OpenApiExample("a chain of two", value=CHAIN_EXAMPLE, response_only=True)],
     )
     def get(self, request: Request, memory_id: int) -> Response:
+        require_scope(request.auth, "read")
         memory = owned_memory(request.user, memory_id)
         return Response(chain_to_dict(request.user, memory))
 
@@ -492,7 +531,10 @@ class MemorySearchView(ApiView):
         "returns the packed memories (best first) and the fenced block to append after "
         "the system prompt's stable prefix, within token_budget tokens.",
         request=SearchSerializer,
-        responses={200: SearchResultSerializer, **error_responses(400, 401, 413, 415, 429, 503)},
+        responses={
+            200: SearchResultSerializer,
+            **error_responses(400, 401, 403, 413, 415, 429, 503),
+        },
         examples=[
             OpenApiExample(
                 "search",
@@ -507,6 +549,7 @@ class MemorySearchView(ApiView):
         ],
     )
     def post(self, request: Request) -> Response:
+        require_scope(request.auth, "read")
         body = SearchSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         response = run_recall(request.user, body.validated_data)

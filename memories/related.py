@@ -55,6 +55,7 @@ from retrieval.legs import run_step
 from retrieval.lexemes import clean_query
 from retrieval.models import Posting
 from retrieval.vectors import vector_text
+from timothy.warmup import MODEL_LOADING, model_loading
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +121,7 @@ QUERY_TIMEOUT_SECONDS = 1.0
 NO_PROVIDER = "no embedding provider: compared by entities and words only"
 EMBEDDING_FAILED = "the embedding failed or timed out: compared by entities and words only"
 QUERY_FAILED = "the search for related memories failed or timed out"
+MODEL_STILL_LOADING = f"{MODEL_LOADING}: compared by entities and words only"
 
 MEMORY_TABLE = Memory._meta.db_table
 POSTING_TABLE = Posting._meta.db_table
@@ -698,6 +700,12 @@ class RelatedMemory:
     relation: str
     score: float
     signals: PairSignals
+    # The memory's status when it was judged (a remember may supersede it next).
+    status: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.status:
+            object.__setattr__(self, "status", self.memory.status)
 
     def to_dict(self) -> dict:
         return {
@@ -706,6 +714,8 @@ class RelatedMemory:
             "score": round(self.score, 3),
             # What the assistant can tell the user without another request.
             "content": self.memory.content,
+            # "active", or "proposed": the same fact already waits in the queue.
+            "status": self.status,
         }
 
 
@@ -785,6 +795,8 @@ def find_related(
         provider = get_provider()
         if provider is None:
             degraded = NO_PROVIDER
+        elif model_loading():
+            degraded = MODEL_STILL_LOADING  # a fresh worker does not wait (timothy/warmup.py)
         else:
             try:
                 [computed] = provider.embed([content], timeout=EMBED_TIMEOUT_SECONDS)

@@ -240,7 +240,16 @@ class MemoryCreateSerializer(StrictSerializer):
 
 
 class MemoryActionSerializer(StrictSerializer):
-    ACTIONS = ("confirm", "reject", "reconfirm", "archive", "supersede", "restore", "redact")
+    ACTIONS = (
+        "confirm",
+        "reject",
+        "reconfirm",
+        "archive",
+        "supersede",
+        "restore",
+        "redact",
+        "erase_from_disk",
+    )
     # Fields that describe the new version, so only a supersede may carry them.
     VERSION_FIELDS = ("content", "type", "entities", "confidence", "about")
 
@@ -248,7 +257,9 @@ class MemoryActionSerializer(StrictSerializer):
         choices=ACTIONS,
         help_text="confirm / reject a proposal; reconfirm / archive an active memory; "
         "supersede it with a new version (needs content); restore a rejected memory to "
-        "the confirmation queue; redact: erase its text for good (needs a reason).",
+        "the confirmation queue; redact: erase its text for good (needs a reason); "
+        "erase_from_disk: remove what a redacted memory left in the database's files "
+        "(answers the erase's state; asking again never queues a second one).",
     )
     replaces = StrictIntegerField(
         required=False,
@@ -271,6 +282,11 @@ class MemoryActionSerializer(StrictSerializer):
         required=False,
         help_text="redact only: erase every version of the memory's chain, not just this one.",
     )
+    erase_from_disk = StrictBooleanField(
+        required=False,
+        help_text="redact only: also queue an erase from disk of the old bytes (see the "
+        "erase_from_disk action for its state).",
+    )
 
     def validate_content(self, value: str) -> str:
         return _check_content(value)
@@ -278,6 +294,10 @@ class MemoryActionSerializer(StrictSerializer):
     def validate(self, attrs: dict) -> dict:
         if "chain" in attrs and attrs["action"] != "redact":
             raise serializers.ValidationError({"chain": ["Only a redact takes chain."]})
+        if "erase_from_disk" in attrs and attrs["action"] != "redact":
+            raise serializers.ValidationError(
+                {"erase_from_disk": ["Only a redact takes erase_from_disk."]}
+            )
         if attrs["action"] == "redact" and not attrs.get("reason", "").strip():
             raise serializers.ValidationError(
                 {"reason": ["A redact needs a reason, for the record."]}
@@ -416,6 +436,10 @@ class RelatedSerializer(serializers.Serializer):
     )
     score = serializers.FloatField(help_text="Similarity, 0 to 1.")
     content = serializers.CharField(help_text="The related memory's text.")
+    status = serializers.ChoiceField(
+        choices=["active", "proposed"],
+        help_text="proposed: it waits in the owner's confirmation queue.",
+    )
 
 
 class CreatedMemorySerializer(MemorySerializer):

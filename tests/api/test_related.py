@@ -15,11 +15,25 @@ def test_it_lists_what_a_proposal_updates(alice_api, alice):
 
     assert body["status"] == "proposed"
     assert body["related"] == [
-        {"id": aisle.pk, "relation": "update", "score": 0.667, "content": aisle.content}
+        {
+            "id": aisle.pk,
+            "relation": "update",
+            "score": 0.667,
+            "content": aisle.content,
+            "status": "active",
+        }
     ]
     # Nothing was decided for the owner: both are still there.
     aisle.refresh_from_db()
     assert aisle.status == Memory.Status.ACTIVE
+
+
+def test_it_says_when_the_same_fact_already_waits_in_the_queue(alice_api, alice):
+    first = alice_api.create("Has a dog named Biscuit.", "semantic", "propose")
+    again = alice_api.create("Has a dog named Biscuit.", "semantic", "propose")
+    assert [(r["id"], r["relation"], r["status"]) for r in again["related"]] == [
+        (first["id"], "duplicate", "proposed")
+    ]
 
 
 def test_it_answers_an_empty_list_when_nothing_is_related(alice_api, alice, bob):
@@ -38,7 +52,13 @@ def test_it_remembers_a_duplicate_as_a_new_version_of_it(alice_api, alice):
 
     leila.refresh_from_db()
     assert body["related"] == [
-        {"id": leila.pk, "relation": "duplicate", "score": 1.0, "content": leila.content}
+        {
+            "id": leila.pk,
+            "relation": "duplicate",
+            "score": 1.0,
+            "content": leila.content,
+            "status": "active",
+        }
     ]
     assert leila.status == Memory.Status.SUPERSEDED and leila.superseded_by_id == body["id"]
     assert (body["status"], body["confidence"], body["source"]) == ("active", 1.0, "remember")

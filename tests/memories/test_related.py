@@ -158,6 +158,7 @@ def test_it_finds_duplicates_and_updates_by_words_and_entities(alice, bob):
             "relation": "update",
             "score": 0.667,
             "content": "Prefers an aisle seat on long flights.",
+            "status": "active",
         }
     ]
     assert [(r.memory, r.relation, r.score) for r in same.related] == [(leila, DUPLICATE, 1.0)]
