@@ -119,6 +119,9 @@ class MemoryEditForm(MemoryFieldsForm):
         widget=forms.TextInput(attrs={"dir": "auto"}),
     )
     about_kind = forms.ChoiceField(
+        # Not required: a post without the about fields (a script, an older
+        # page) keeps the memory's about as it is.
+        required=False,
         choices=[(kind, kind.capitalize()) for kind in SUBJECT_KINDS],
         label="Which is",
         initial=SELF,
@@ -184,6 +187,8 @@ class MemoryEditForm(MemoryFieldsForm):
         """The about the owner set, or None when the fields still say what the
         memory's about already says (a new text then gets its about read anew)."""
         data = self.cleaned_data
+        if not data["about_kind"]:
+            return None
         kind = data["about_kind"]
         subject = data["about_subject"]
         if kind == SELF or subject.casefold() in {"you", "me", "self", "myself", "owner"}:

@@ -294,6 +294,19 @@ def _settle_copies(request: HttpRequest, memory: Memory) -> list[Memory]:
     return settled
 
 
+def _named_copies(request: HttpRequest, memory: Memory) -> list[Memory]:
+    """The owner's other proposals named by the request's ``copies`` values."""
+    raw = request.GET.getlist("copies") + request.POST.getlist("copies")
+    ids = [int(value) for value in raw if value.isdigit()]
+    return list(
+        Memory.objects.for_owner(request.user)
+        .pending()
+        .filter(pk__in=ids)
+        .exclude(pk=memory.pk)
+        .order_by("pk")
+    )
+
+
 def _remember_undo(request: HttpRequest, memories: list[Memory]) -> None:
     request.session[UNDO_SESSION_KEY] = [memory.pk for memory in memories]
 
@@ -362,6 +375,9 @@ def confirm(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, error.message)
     else:
         settled = _settle_copies(request, memory)
+        if settled:
+            # The copies were rejected: the queue offers to undo that.
+            _remember_undo(request, settled)
         also = f" and rejected {_count(settled, 'copy', 'copies')} of it" if settled else ""
         if replaces is None:
             messages.success(request, f"Confirmed {_quote(memory)}{also}")
@@ -683,6 +699,9 @@ def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
     context = {"memory": memory, "next": back}
     was_proposal = memory.status == Memory.Status.PROPOSED
     replaceable = _replaceable(request.user, memory) if was_proposal else []
+    # Copies of the proposal in the queue (its links name them): confirming the
+    # edit rejects them as duplicates of it, as the queue's own buttons do.
+    context["copies"] = _named_copies(request, memory) if was_proposal else []
     if request.method == "GET":
         wanted = request.GET.get("replaces", "")
         form = MemoryEditForm.for_memory(
@@ -732,6 +751,10 @@ def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
     except InvalidMemory as error:
         _add_rule_error(form, error)
         return render(request, "memories/memory_edit.html", context | {"form": form})
+    settled = _settle_copies(request, new) if was_proposal else []
+    if settled:
+        _remember_undo(request, settled)
+        messages.info(request, f"Also rejected {_count(settled, 'copy', 'copies')} of it.")
     if new.pk == memory.pk and was_proposal:
         if replaces is not None:
             messages.success(

@@ -5,44 +5,58 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memories', '0021_retrieval_stamps'),
+        ("memories", "0021_retrieval_stamps"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='memory',
-            name='memory_redacted_is_blank',
+            model_name="memory",
+            name="memory_redacted_is_blank",
         ),
         migrations.AddField(
-            model_name='memory',
-            name='about_aspect',
-            field=models.CharField(blank=True, db_default='', default='', max_length=80),
+            model_name="memory",
+            name="about_aspect",
+            field=models.CharField(blank=True, db_default="", default="", max_length=80),
         ),
         migrations.AddField(
-            model_name='memory',
-            name='about_kind',
-            field=models.CharField(blank=True, db_default='', default='', max_length=16),
+            model_name="memory",
+            name="about_kind",
+            field=models.CharField(blank=True, db_default="", default="", max_length=16),
         ),
         migrations.AddField(
-            model_name='memory',
-            name='about_occasion',
-            field=models.CharField(blank=True, db_default='', default='', max_length=40),
+            model_name="memory",
+            name="about_occasion",
+            field=models.CharField(blank=True, db_default="", default="", max_length=40),
         ),
         migrations.AddField(
-            model_name='memory',
-            name='about_set_by',
-            field=models.CharField(blank=True, db_default='', default='', max_length=8),
+            model_name="memory",
+            name="about_set_by",
+            field=models.CharField(blank=True, db_default="", default="", max_length=8),
         ),
         migrations.AddField(
-            model_name='memory',
-            name='about_subject',
-            field=models.CharField(blank=True, db_default='', default='', max_length=120),
+            model_name="memory",
+            name="about_subject",
+            field=models.CharField(blank=True, db_default="", default="", max_length=120),
         ),
         migrations.AddConstraint(
-            model_name='memory',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'redacted'), _negated=True), models.Q(('about_aspect', ''), ('about_occasion', ''), ('about_subject', ''), ('content', '[redacted]'), ('embedding__isnull', True), ('entity_refs', [])), _connector='OR'), name='memory_redacted_is_blank', violation_error_message='A redacted memory keeps no text, entities, embedding or about.'),
+            model_name="memory",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "redacted"), _negated=True),
+                    models.Q(
+                        ("about_aspect", ""),
+                        ("about_occasion", ""),
+                        ("about_subject", ""),
+                        ("content", "[redacted]"),
+                        ("embedding__isnull", True),
+                        ("entity_refs", []),
+                    ),
+                    _connector="OR",
+                ),
+                name="memory_redacted_is_blank",
+                violation_error_message="A redacted memory keeps no text, entities, embedding or about.",
+            ),
         ),
     ]

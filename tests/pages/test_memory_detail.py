@@ -190,6 +190,11 @@ def test_it_prefills_the_edit_form(alice_client, alice):
         "content": "Alice likes jazz.",
         "type": "semantic",
         "entities": "Alice, Jazz",
+        "about_subject": "Alice",
+        "about_kind": "person",
+        "about_aspect": "music",
+        "about_occasion": "",
+        "replaces": None,
     }
     assert b"Save new version" in response.content
 
