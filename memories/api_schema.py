@@ -34,6 +34,8 @@ ERROR_DESCRIPTIONS = {
     400: "Bad body or parameters: malformed JSON, wrong types, unknown fields, empty or "
     "over-long content, NUL bytes, unknown type or action.",
     401: "No token, a malformed Authorization header, or an unknown or revoked token.",
+    403: "The token lacks the scope this needs (missing_scope: read, propose or write), "
+    "or it is paused (token_paused).",
     404: "No such memory for this owner (another owner's id looks the same).",
     409: "The memory's status does not allow this action; details carry the current "
     "status and, for a superseded memory, the head's id.",
@@ -47,6 +49,13 @@ ERROR_DESCRIPTIONS = {
 ERROR_EXAMPLES = {
     400: {"code": "invalid_request", "message": "content: This field is required."},
     401: {"code": "unauthorized", "message": "The token is unknown or has been revoked."},
+    403: {
+        "code": "missing_scope",
+        "message": "This token may not remember or act on memories: that needs the write "
+        "scope, and it has read, propose. Create a token with the write scope on the Tokens "
+        "page.",
+        "details": {"required_scope": "write", "token_scopes": ["read", "propose"]},
+    },
     404: {"code": "not_found", "message": "No memory 42."},
     409: {
         "code": "illegal_transition",

@@ -29,6 +29,7 @@ from memories.models import (
     check_entities,
     has_visible_text,
 )
+from memories.tokens import SCOPES
 from memories.vocabulary import type_choices
 from retrieval.constants import LEGS, PIPELINES
 
@@ -327,6 +328,13 @@ class TokenForm(forms.Form):
         strip=True,
         label="Token name",
         help_text="Where the token will be used, e.g. “laptop assistant”.",
+    )
+    scopes = forms.MultipleChoiceField(
+        choices=[(scope, scope) for scope in SCOPES],
+        initial=list(SCOPES),
+        widget=forms.CheckboxSelectMultiple,
+        label="It may",
+        error_messages={"required": "Pick at least one scope: read, propose or write."},
     )
 
 

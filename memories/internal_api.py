@@ -11,6 +11,11 @@ in constant time. With no service token configured every call is refused with
 503 ``service_token_not_configured``: a listener nobody configured must not
 answer anyone. There is no per-token rate limit here; the caller is our own
 chat service.
+
+``/internal/v1/extract`` also takes an owner's API token with the propose
+scope, for that owner only (another owner's name is a 403): an assistant's key
+can send its owner's conversations to extraction without the service token,
+which reads every owner's memories.
 """
 
 from __future__ import annotations
@@ -33,8 +38,10 @@ from rest_framework.response import Response
 
 from memories import access_log
 from memories.api import LimitedJSONParser, check_body_size, run_recall
+from memories.auth import paused_error, require_scope
 from memories.errors import ApiError
 from memories.serializers import InternalRetrieveSerializer
+from memories.tokens import TOKEN_PREFIX, ApiToken
 
 
 class ServiceCaller:
@@ -49,6 +56,20 @@ class ServiceTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate(self, request: Request):
         configured = settings.SERVICE_TOKEN
+        scheme, _, given = authentication.get_authorization_header(request).partition(b" ")
+        given = given.strip()
+        if (
+            scheme.lower() == self.keyword.lower().encode()
+            and given.startswith(TOKEN_PREFIX.encode())
+            and not (configured and hmac.compare_digest(given, configured.encode()))
+        ):
+            # An owner's API token (memories/tokens.py): extraction for that owner only.
+            token = ApiToken.authenticate(given.decode("latin-1"))
+            if token is None:
+                raise exceptions.AuthenticationFailed("The token is unknown or has been revoked.")
+            if token.is_paused:
+                raise paused_error(token)
+            return token.owner, token
         if not configured:
             raise ApiError(
                 status.HTTP_503_SERVICE_UNAVAILABLE,
@@ -71,7 +92,7 @@ class ServiceTokenAuthentication(authentication.BaseAuthentication):
 
 class IsService(permissions.BasePermission):
     def has_permission(self, request: Request, view) -> bool:
-        return request.auth == "service"
+        return request.auth == "service" or isinstance(request.auth, ApiToken)
 
 
 def internal_view(function: Callable[[Request], Response]) -> Callable:
@@ -96,6 +117,13 @@ def internal_view(function: Callable[[Request], Response]) -> Callable:
 
 @internal_view
 def retrieve(request: Request) -> Response:
+    if isinstance(request.auth, ApiToken):
+        raise ApiError(
+            status.HTTP_403_FORBIDDEN,
+            "service_token_required",
+            "Only the service token may retrieve here; with an owner's token use "
+            "POST /v1/memories/search.",
+        )
     body = InternalRetrieveSerializer(data=request.data)
     body.is_valid(raise_exception=True)
     owner = (
@@ -131,6 +159,10 @@ def extract(request: Request) -> Response:
 
     from memories import extraction, llm
 
+    data = request.data
+    if isinstance(request.auth, ApiToken):
+        require_scope(request.auth, "propose")
+        data = _for_token_owner(request.auth, data)
     if not llm.is_configured():
         raise ApiError(
             status.HTTP_503_SERVICE_UNAVAILABLE,
@@ -139,7 +171,7 @@ def extract(request: Request) -> Response:
             "TIMOTHY_LLM_API_KEY) to an OpenAI-compatible chat completions API.",
         )
     try:
-        job = extraction.validate_request(request.data)
+        job = extraction.validate_request(data)
     except extraction.InvalidExtractionRequest as error:
         raise ApiError(
             status.HTTP_400_BAD_REQUEST,
@@ -158,3 +190,22 @@ def extract(request: Request) -> Response:
         turns,
     )
     return Response({"status": "queued", "task_id": task_id}, status=status.HTTP_202_ACCEPTED)
+
+
+def _for_token_owner(token: ApiToken, data: object) -> object:
+    """The body with its owner set to the token's (when it names none); 403 when it
+    names anyone else, known or not."""
+    if not isinstance(data, dict):
+        return data
+    username = token.owner.get_username()
+    named = data.get("owner")
+    if named is None:
+        return {**data, "owner": username}
+    if named != username:
+        raise ApiError(
+            status.HTTP_403_FORBIDDEN,
+            "other_owner",
+            f"This token may send conversations to extraction for its owner {username!r} "
+            "only; use the service token for other owners.",
+        )
+    return data

@@ -11,12 +11,40 @@ import hashlib
 import secrets
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import connection, models
 from django.utils import timezone
 
 from memories.models import MemoryIsPermanent
 
 TOKEN_PREFIX = "tm_"
+
+# What a token may do on the API, narrowest first:
+#   read     list, chain and search the owner's memories (and internal retrieve)
+#   propose  stage memories for the owner's confirmation queue (create with mode
+#            propose, and internal extraction for this owner only)
+#   write    remember, and act on memories (confirm, reject, supersede, archive, ...)
+SCOPES = ("read", "propose", "write")
+SCOPE_HELP = {
+    "read": "list, search and read its history",
+    "propose": "stage memories for your queue, and send conversations to extraction",
+    "write": "remember, confirm, reject, edit, archive and redact",
+}
+
+
+def all_scopes() -> list[str]:
+    return list(SCOPES)
+
+
+def parse_scopes(text: str) -> list[str]:
+    """``"read,propose"`` as a list in SCOPES order; ValueError naming an unknown one."""
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in SCOPES]
+    if unknown:
+        raise ValueError(f"Unknown scope {unknown[0]!r}: use one or more of {', '.join(SCOPES)}.")
+    if not names:
+        raise ValueError(f"Give at least one scope: {', '.join(SCOPES)}.")
+    return [scope for scope in SCOPES if scope in names]
 
 
 class ApiTokenQuerySet(models.QuerySet):
@@ -38,8 +66,16 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # What the token may do (SCOPES); tokens made before scopes existed keep all three.
+    scopes = ArrayField(models.CharField(max_length=16), default=all_scopes)
+    # A paused token still authenticates, so that it is answered 403 with a
+    # sentence saying it is paused, and works again once resumed.
+    paused_at = models.DateTimeField(null=True, blank=True)
 
     objects = ApiTokenQuerySet.as_manager()
+
+    # How many of the secret's first characters ``prefix`` keeps.
+    PREFIX_LENGTH = 10
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -54,11 +90,22 @@ class ApiToken(models.Model):
         return hashlib.sha256(raw.encode()).hexdigest()
 
     @classmethod
-    def issue(cls, owner, name: str = "") -> tuple[ApiToken, str]:
-        """Create a token; return it and the raw secret (shown once, never stored)."""
+    def issue(
+        cls, owner, name: str = "", scopes: list[str] | tuple[str, ...] | None = None
+    ) -> tuple[ApiToken, str]:
+        """Create a token; return it and the raw secret (shown once, never stored).
+
+        ``scopes`` defaults to all of SCOPES."""
+        chosen = all_scopes() if scopes is None else [s for s in SCOPES if s in scopes]
+        if not chosen:
+            raise ValueError(f"A token needs at least one scope: {', '.join(SCOPES)}.")
         raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token = cls.objects.create(
-            owner=owner, name=name, prefix=raw[:10], digest=cls.digest_of(raw)
+            owner=owner,
+            name=name,
+            prefix=raw[: cls.PREFIX_LENGTH],
+            digest=cls.digest_of(raw),
+            scopes=chosen,
         )
         return token, raw
 
@@ -79,6 +126,23 @@ class ApiToken(models.Model):
     @property
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
+
+    @property
+    def is_paused(self) -> bool:
+        return self.paused_at is not None
+
+    def allows(self, scope: str) -> bool:
+        return scope in self.scopes
+
+    def pause(self) -> None:
+        if self.paused_at is None and self.revoked_at is None:
+            self.paused_at = timezone.now()
+            self.save(update_fields=["paused_at"])
+
+    def resume(self) -> None:
+        if self.paused_at is not None:
+            self.paused_at = None
+            self.save(update_fields=["paused_at"])
 
     def revoke(self) -> None:
         if self.revoked_at is None:

@@ -50,7 +50,7 @@ from memories.models import (
 )
 from memories.provenance import provenance
 from memories.related import DUPLICATE, QUERY_FAILED, SEE_ALSO, related_for_memories
-from memories.tokens import ApiToken
+from memories.tokens import SCOPE_HELP, ApiToken
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
 
@@ -882,6 +882,7 @@ def _tokens_page(request: HttpRequest, form: TokenForm, status: int = 200) -> Ht
             "form": form,
             "tokens": ApiToken.objects.filter(owner=request.user),
             "new_token": new_token,
+            "scope_help": SCOPE_HELP,
         },
         status=status,
     )
@@ -894,9 +895,14 @@ def _tokens_page(request: HttpRequest, form: TokenForm, status: int = 200) -> Ht
 def token_create(request: HttpRequest) -> HttpResponse:
     form = TokenForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "The token needs a name.")
+        if "scopes" in form.errors:
+            messages.error(request, "Pick at least one scope: read, propose or write.")
+        else:
+            messages.error(request, "The token needs a name.")
         return _tokens_page(request, form, status=400)
-    token, raw = ApiToken.issue(request.user, form.cleaned_data["name"])
+    token, raw = ApiToken.issue(
+        request.user, form.cleaned_data["name"], scopes=form.cleaned_data["scopes"]
+    )
     # Kept in the session only until the next page view shows it, once.
     request.session[NEW_TOKEN_SESSION_KEY] = {"id": token.pk, "name": token.name, "raw": raw}
     messages.success(request, f"Created the token “{token.name}”. Copy it now.")
@@ -913,6 +919,29 @@ def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         token.revoke()
         messages.success(request, f"Revoked the token “{token.name}”. It no longer works.")
+    return redirect("tokens")
+
+
+@login_required
+@owner_time_zone
+@require_POST
+def token_pause(request: HttpRequest, pk: int) -> HttpResponse:
+    token = get_object_or_404(ApiToken.objects.live().filter(owner=request.user), pk=pk)
+    token.pause()
+    messages.success(
+        request,
+        f"Paused the token “{token.name}”: it is refused until you resume it.",
+    )
+    return redirect("tokens")
+
+
+@login_required
+@owner_time_zone
+@require_POST
+def token_resume(request: HttpRequest, pk: int) -> HttpResponse:
+    token = get_object_or_404(ApiToken.objects.live().filter(owner=request.user), pk=pk)
+    token.resume()
+    messages.success(request, f"Resumed the token “{token.name}”: it works again.")
     return redirect("tokens")
 
 

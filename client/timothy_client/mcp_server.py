@@ -3,6 +3,9 @@
     timothy-mcp                                  # stdio (a desktop client starts it)
     timothy-mcp --transport http --port 8002     # streamable HTTP on 127.0.0.1:8002/mcp
 
+Over HTTP every request needs ``Authorization: Bearer <TIMOTHY_TOKEN>`` (the
+owner's API token the server uses), or it is answered 401.
+
 It talks to the five public routes with the owner's token (``TIMOTHY_URL``,
 ``TIMOTHY_TOKEN``), so it sees and does exactly what that owner may. Tools:
 recall, remember, propose, list_pending, confirm, reject, supersede, archive,
@@ -14,6 +17,7 @@ Needs the ``mcp`` package (``pip install "timothy-client[mcp]"``).
 from __future__ import annotations
 
 import argparse
+import hmac
 import ipaddress
 import json
 import os
@@ -401,6 +405,46 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def require_bearer(app: Any, token: str) -> Any:
+    """ASGI middleware: every HTTP request needs ``Authorization: Bearer <token>``,
+    the owner's API token the server itself uses; anything else gets a 401."""
+    expected = token.encode()
+    message = (
+        "Send the owner's API token (the server's TIMOTHY_TOKEN) as "
+        "'Authorization: Bearer <token>'."
+    )
+    body = json.dumps({"error": {"code": "unauthorized", "message": message}}).encode()
+
+    async def guarded(scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            header = dict(scope.get("headers") or []).get(b"authorization", b"")
+            scheme, _, given = header.partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), expected):
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"www-authenticate", b'Bearer realm="timothy-mcp"'),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def _serve_http(server: MCPServer, host: str, port: int, token: str) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    uvicorn.run(require_bearer(app, token), host=host, port=port, log_level="info")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     env = os.environ
     parser = argparse.ArgumentParser(
@@ -437,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     if options.transport == "http" and not _is_loopback(options.host):
-        # The server acts with the owner's token and asks nobody for credentials.
+        # Plain HTTP: the owner's token must not cross a network.
         print(
             f"timothy-mcp: refusing to listen on {options.host}: only loopback addresses "
             "(127.0.0.1, ::1, localhost), since anyone who reaches it acts as the owner.",
@@ -456,12 +500,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            server.run(
-                "streamable-http",
-                host=options.host,
-                port=options.port,
-                streamable_http_path=HTTP_PATH,
-            )
+            _serve_http(server, options.host, options.port, os.environ["TIMOTHY_TOKEN"])
     except KeyboardInterrupt:
         pass
     finally:

@@ -75,11 +75,12 @@ def test_it_refuses_a_missing_or_wrong_service_token(internal, make_api, path, h
     assert_json_error(response, 401, "unauthorized")
 
 
-def test_it_refuses_an_owners_api_token(internal, make_api, alice):
+def test_it_refuses_an_owners_api_token_on_retrieve(internal, make_api, alice):
+    # An owner's token reaches extraction only (tests/extraction/test_extract_owner_token.py).
     response = make_api(issue_token(alice)).post(
         "/internal/v1/retrieve", {"owner": "alice", "query": "x"}
     )
-    assert_json_error(response, 401, "unauthorized")
+    assert_json_error(response, 403, "service_token_required")
 
 
 def test_it_lets_the_service_token_reach_extract(service_api, settings):

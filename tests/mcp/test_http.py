@@ -6,7 +6,11 @@ from __future__ import annotations
 import subprocess
 import uuid
 
+import pytest
+import requests
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.mcp.helpers import (
     TIMOTHY_MCP,
@@ -25,7 +29,7 @@ def test_it_serves_the_tools_over_streamable_http(timothy, owner, tmp_path):
     outcome: dict = {}
 
     async def session(url: str) -> None:
-        async with Client(url, read_timeout_seconds=120) as client:
+        async with authorized_client(url, token) as client:
             outcome["tools"] = {tool.name for tool in (await client.list_tools()).tools}
             outcome["remembered"] = structured(
                 await client.call_tool(
@@ -44,6 +48,54 @@ def test_it_serves_the_tools_over_streamable_http(timothy, owner, tmp_path):
     assert outcome["remembered"]["status"] == "active"
     assert f"Sails a dinghy named {marker}." in outcome["recall"]["block"]
     assert [m["id"] for m in outcome["recall"]["memories"]] == [outcome["remembered"]["id"]]
+
+
+def authorized_client(url: str, token: str) -> Client:
+    """The SDK's client, sending the owner's token on every request."""
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    return Client(streamable_http_client(url, http_client=http), read_timeout_seconds=120)
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+def test_it_answers_401_without_the_owners_token(timothy, owner, tmp_path):
+    _, token = owner
+    env = server_env(TIMOTHY_URL=timothy.public_url, TIMOTHY_TOKEN=token)
+    with http_server(env, tmp_path / "mcp-http.log") as url:
+        for authorization in (None, "Bearer tm_wrong", f"Basic {token}", f"Bearer {token}x"):
+            headers = dict(MCP_HEADERS)
+            if authorization:
+                headers["Authorization"] = authorization
+            response = requests.post(url, json=INITIALIZE, headers=headers, timeout=30)
+            assert response.status_code == 401, authorization
+            assert response.headers["WWW-Authenticate"].startswith("Bearer")
+            assert "Authorization: Bearer <token>" in response.json()["error"]["message"]
+
+        answered = requests.post(
+            url,
+            json=INITIALIZE,
+            headers={**MCP_HEADERS, "Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+        assert answered.status_code == 200, answered.text
+
+        async def unauthorized_session() -> None:
+            async with Client(url, read_timeout_seconds=30) as client:
+                await client.list_tools()
+
+        with pytest.raises(BaseException):  # noqa: B017  (the SDK's error type varies)
+            run_async(unauthorized_session)
 
 
 def test_it_listens_only_on_loopback():
