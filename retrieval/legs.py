@@ -51,6 +51,7 @@ from timothy.concurrency import (
     must_run_inline,
     set_for_session,
 )
+from timothy.warmup import MODEL_LOADING, model_loading
 
 logger = logging.getLogger(__name__)
 
@@ -279,6 +280,9 @@ def vector_leg(cursor, request: LegRequest) -> Ranked:
     if embedding is None:
         if request.embedder is None:
             raise LegSkipped("no embedding provider configured")
+        if model_loading():
+            # A fresh worker: answer with the other legs rather than wait (timothy/warmup.py).
+            raise LegSkipped(MODEL_LOADING)
         embedding = request.embedder.embed([request.query], timeout=request.timeout)[0]
         if any(not math.isfinite(value) for value in embedding):
             raise ValueError("the embedding provider returned a non-finite vector")

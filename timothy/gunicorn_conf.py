@@ -17,15 +17,20 @@ Each worker gives up on a database server that stopped answering, so that a
 frozen PostgreSQL costs a request a few seconds and a 503, not a thread for as
 long as the freeze lasts (``timothy.database.guard_against_stalls``).
 
-Each worker loads the embedding model in the background as soon as it starts:
-a cold local model takes seconds, longer than a retrieval leg may, so without
-this the first recall of every worker would lose its vector leg.
+A fresh worker does not make a request wait on a load longer than the request
+may take (timothy/warmup.py). gunicorn loads the application once, in its
+master process (``preload_app``), with what a first request would otherwise
+load (tiktoken's encoding, the API's views), and forks workers that have it
+all: a worker that died is replaced in a fraction of a second, not the
+seconds a fresh Python process takes to import Django. Each worker then loads
+its own embedding model in the background (ONNX Runtime is not shared across
+a fork); until it is loaded, recall answers without its vector leg (reported
+as skipped: "the embedding model is still loading").
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 
 logger = logging.getLogger("timothy.warmup")
 
@@ -34,26 +39,25 @@ worker_class = "timothy.gunicorn_worker.JsonErrorThreadWorker"
 # never their values (timothy/access_log.py).
 logger_class = "timothy.access_log.QueryMaskingLogger"
 forwarder_headers = ""
+# Import the application in the master; workers fork with it loaded. Nothing
+# opens a database connection or a thread at import time (the pools start on
+# first use), so nothing of the master's is shared by accident.
+preload_app = True
 
 
-def _warm_embeddings() -> None:
-    from django.conf import settings
+def on_starting(server) -> None:
+    """In the master, after the application is loaded and before the socket is
+    bound: what a first request would load, loaded once for every worker."""
+    from timothy.warmup import warm_before_accepting
 
-    if settings.EMBEDDING_PROVIDER == "none":
-        return
-    try:
-        from retrieval.embeddings import get_provider
-
-        provider = get_provider()
-        if provider is not None:
-            provider.embed(["warm-up"])
-    except Exception:
-        # Warming is best effort: recall degrades to the other legs on its own.
-        logger.warning("Could not warm the embedding provider", exc_info=True)
+    seconds = warm_before_accepting()
+    logger.info("Application loaded and warmed in the master (%.2f s)", seconds)
 
 
 def post_worker_init(worker) -> None:
     from timothy.database import guard_against_stalls
+    from timothy.warmup import warm_before_accepting, warm_model_in_background
 
     guard_against_stalls()
-    threading.Thread(target=_warm_embeddings, name="embedding-warmup", daemon=True).start()
+    warm_before_accepting()  # done in the master already: this checks it is
+    warm_model_in_background()
