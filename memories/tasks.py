@@ -70,6 +70,13 @@ def vacuum_after_redaction(tables: list[str]) -> str:
     return f"vacuumed {', '.join(tables)}"
 
 
+def erase_from_disk(erase_id: int) -> str:
+    """Erase what redactions left in the database's files and WAL (memories/disk_erase.py)."""
+    from memories.disk_erase import run
+
+    return run(erase_id)
+
+
 def extract_conversation(owner_id: int, session_id: str, phase: str, turns: list[dict]) -> int:
     """Propose the facts of one conversation; the number of memories written."""
     owner = get_user_model().objects.get(pk=owner_id)
@@ -108,7 +115,20 @@ def daily_maintenance() -> str:
     if pruned:
         logger.info("Pruned %d access records past TIMOTHY_ACCESS_LOG_DAYS", pruned)
     compact_corpus_sums()
+    erase_uncovered_redactions()
     return summary
+
+
+def erase_uncovered_redactions() -> str:
+    """Run an erase from disk when a redaction (or a request) is not covered yet, so
+    that none waits longer than a day; part of the daily job."""
+    from memories.disk_erase import DiskErase, request_erase, run, uncovered_redactions
+
+    waiting = DiskErase.objects.filter(state=DiskErase.State.REQUESTED).first()
+    if waiting is None and not uncovered_redactions():
+        return "nothing to erase from disk"
+    erase = waiting or request_erase(via="schedule")
+    return run(erase.pk)
 
 
 # The schedule's function before it was named for all it does: a task queued

@@ -28,6 +28,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from memories.access_log import deliveries_of
 from memories.diff import DiffPiece, word_diff
+from memories.disk_erase import DiskErase, erase_for, request_erase
 from memories.forms import (
     BulkActionForm,
     InspectForm,
@@ -675,6 +676,8 @@ def memory_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "head": head,
             "versions": _versions(chain, memory, redactions),
             "redaction": redactions.get(memory.pk),
+            # What of its old bytes is erased from the database's files (memories/disk_erase.py).
+            "disk_erase": erase_for(memory) if memory.status == Memory.Status.REDACTED else None,
             "chain_has_text": any(m.status != Memory.Status.REDACTED for m in chain),
             "events": events,
             "reason_form": ReasonForm(),
@@ -836,6 +839,8 @@ def redact(request: HttpRequest, pk: int) -> HttpResponse:
             count = len(result.memory_ids)
             erased = f"{count} versions" if count > 1 else f"memory #{memory.pk}"
             messages.success(request, f"Redacted {erased}: the text is erased for good.")
+            if request.POST.get("erase_from_disk") == "yes":
+                request_erase(owner=request.user, via=VIA)
             return redirect("memory-detail", pk=memory.pk)
     chain = Memory.objects.for_owner(request.user).chain(memory)
     others = [m for m in chain if m.pk != memory.pk and m.status != Memory.Status.REDACTED]
@@ -859,6 +864,21 @@ def redact(request: HttpRequest, pk: int) -> HttpResponse:
         },
         status=status,
     )
+
+
+@login_required
+@require_POST
+def erase_from_disk(request: HttpRequest, pk: int) -> HttpResponse:
+    """Ask for an erase from disk of what a redacted memory left in the database's
+    files (memories/disk_erase.py); its page shows how far it got."""
+    memory = _owned(request, pk)
+    if memory.status != Memory.Status.REDACTED:
+        messages.error(request, "Only a redacted memory is erased from disk: redact it first.")
+    else:
+        erase = erase_for(memory)
+        if erase is None or erase.state == DiskErase.State.FAILED:
+            request_erase(owner=request.user, via=VIA)
+    return redirect("memory-detail", pk=memory.pk)
 
 
 # --- API tokens ------------------------------------------------------------------

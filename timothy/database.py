@@ -66,12 +66,20 @@ def write_embedded_config(pgdata: Path, shared_buffers_mb: int) -> None:
 
     With PostgreSQL's default of 128 MB of shared buffers, a 100,000-memory
     owner's vector graph (~180 MB) does not stay in them: a search read a
-    thousand pages from the OS each time (docs/benchmarks.md).
+    thousand pages from the OS each time (docs/benchmarks.md). The WAL settings
+    let an erase from disk remove the segments that hold a redacted text
+    (docs/privacy.md).
     """
     config = pgdata / EMBEDDED_CONFIG_FILE
     config.write_text(
         "# Written by Timothy Memory before each start (timothy/database.py); edits are lost.\n"
         f"shared_buffers = '{shared_buffers_mb}MB'\n"
+        # Erase from disk (memories/disk_erase.py): a WAL segment no longer needed
+        # is deleted, never renamed for reuse with the old rows' bytes still in it,
+        # and a new one is zero-filled; nothing keeps old segments past a checkpoint.
+        "wal_recycle = off\n"
+        "wal_init_zero = on\n"
+        "wal_keep_size = 0\n"
     )
     main_config = pgdata / "postgresql.conf"
     text = main_config.read_text()
