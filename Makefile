@@ -1,12 +1,14 @@
 # Timothy Memory. `make run` serves the service, `make test` runs the whole suite;
-# both create .venv and install what they need on first use.
+# both create .venv and install what they need on first use. With `make run`
+# going in another terminal, `make mcp` prints the MCP configuration for an
+# assistant and `make chat` starts a chat that remembers (docs/client.md).
 
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint format migrations-check system-packages clean-venv
+.PHONY: run mcp chat test lint format migrations-check system-packages clean-venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +25,18 @@ $(VENV)/.test-installed: requirements-test.txt client/pyproject.toml $(VENV)/.ru
 
 run: $(VENV)/.runtime-installed
 	$(PY) manage.py serve
+
+# The client and its MCP server (timothy-mcp), editable from ./client.
+$(VENV)/.client-installed: client/pyproject.toml $(VENV)/.runtime-installed
+	$(PY) -m pip install -q -e './client[mcp]'
+	touch $@
+
+mcp: $(VENV)/.client-installed
+	@$(PY) manage.py connect mcp
+
+# Needs OPENAI_BASE_URL (and OPENAI_MODEL, OPENAI_API_KEY) for the chat model.
+chat: $(VENV)/.client-installed
+	@$(PY) manage.py connect chat
 
 test: $(VENV)/.test-installed system-packages
 	$(PY) -m pytest $(PYTEST_ARGS)

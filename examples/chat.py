@@ -1,9 +1,13 @@
 """A chat in the terminal with long-term memory: the whole Timothy cycle in one loop.
 
-    export TIMOTHY_TOKEN=tm_…                 # the owner's API token (recall, remember)
-    export TIMOTHY_SERVICE_TOKEN=…            # the internal listener's token (extraction)
+    export TIMOTHY_TOKEN=tm_…                 # the owner's API token (recall, remember, extraction)
     export OPENAI_BASE_URL=https://api.openai.com/v1 OPENAI_API_KEY=sk-… OPENAI_MODEL=gpt-4o-mini
     python examples/chat.py
+
+(`make chat` does all of this after `make run`.) It says first, on stderr,
+whether the service takes extraction: that needs an LLM on the service's side
+(TIMOTHY_LLM_BASE_URL when starting `make run`); without one the chat still
+recalls, and saves what the model is asked to remember.
 
 Each message is recalled on (the block goes after the stable system prompt),
 the model may call `remember`, and every finished turn goes to extraction;
@@ -44,6 +48,14 @@ def main() -> int:
     )
     chat = ChatLoop(
         memory, model, token_budget=options.budget, max_history_chars=options.max_history_chars
+    )
+    problem = memory.check_extraction()
+    print(
+        f"Memory: {memory.base_url}; extraction "
+        + ("on." if problem is None else f"off ({problem.rstrip('.')}).")
+        + " Type /quit to leave.",
+        file=sys.stderr,
+        flush=True,
     )
     interactive = sys.stdin.isatty()
     try:

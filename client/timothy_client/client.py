@@ -4,7 +4,9 @@ Two kinds of calls:
 
 - On the user's turn: ``recall`` (returns an empty ``Recall`` instead of
   raising, within a hard deadline) and ``extract`` (queued on a background
-  thread; returns at once). Neither can fail or slow the turn.
+  thread; returns at once). Neither can fail or slow the turn. An extraction
+  the service cannot take waits in a small queue on disk (``outbox``) and is
+  sent, oldest first, once the service answers again.
 - Asked for on purpose: ``remember``, ``propose``, ``confirm``, ``reject``,
   ``reconfirm``, ``archive``, ``supersede``, ``chain``, ``list``, ``search``
   (``recall`` that raises). ``remember`` and ``propose`` answer with what the
@@ -29,6 +31,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import wait as wait_for_futures
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal
 
 import requests
@@ -36,6 +39,12 @@ from requests.adapters import HTTPAdapter
 
 from timothy_client import errors
 from timothy_client.models import Chain, MemoryRecord, Recall
+from timothy_client.outbox import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_ENTRIES,
+    ExtractionQueue,
+    default_queue_dir,
+)
 from timothy_client.tools import REMEMBER, TOOL_NAMES, parse_arguments, remember_schema, validate
 
 logger = logging.getLogger("timothy_client")
@@ -62,6 +71,13 @@ MAX_QUERY_CHARS = 4000
 # Extractions waiting to be sent; past this, new ones are dropped (and logged)
 # rather than piling up while the service is away.
 MAX_PENDING_EXTRACTIONS = 100
+# While extractions wait on disk, how often the client tries the service again
+# (besides after any call that the service answered).
+DEFAULT_QUEUE_RETRY_INTERVAL = 30.0
+EXTRACT_PATH = "/internal/v1/extract"
+# What became of one extraction request.
+# OFF: nothing this client sends can be taken (no LLM, a refused token).
+SENT, LATER, REFUSED, OFF = "sent", "later", "refused", "off"
 PAGE_SIZE = 50
 
 
@@ -85,8 +101,17 @@ class Memory:
 
     ``base_url`` and ``token`` reach the public API (the owner's bearer token).
     ``internal_url``, ``service_token`` and ``owner`` (a username) reach the
-    internal listener: extraction needs them, and recall uses it when no
-    ``token`` is given. ``timeout`` bounds a whole recall (default 0.5 s).
+    internal listener: recall uses it when no ``token`` is given. Extraction
+    goes to the internal listener with the service token and ``owner``, or,
+    with no service token, with the owner's ``token`` (its propose scope; the
+    owner is the token's). ``timeout`` bounds a whole recall (default 0.5 s).
+
+    Extractions the service could not take (unreachable, or a 5xx a retry can
+    change) are kept in a bounded file under ``queue_dir`` (default
+    ``TIMOTHY_CLIENT_QUEUE_DIR`` or ``~/.cache/timothy-client``;
+    ``queue=False``: dropped instead) and sent, oldest first, when a call is
+    answered again, every ``queue_retry_interval`` seconds, or when a client
+    for the same service and owner starts.
     """
 
     def __init__(
@@ -104,6 +129,11 @@ class Memory:
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         extract_timeout: float = DEFAULT_EXTRACT_TIMEOUT,
         retries: int = DEFAULT_RETRIES,
+        queue: bool = True,
+        queue_dir: str | os.PathLike[str] | None = None,
+        queue_max_entries: int = DEFAULT_MAX_ENTRIES,
+        queue_max_bytes: int = DEFAULT_MAX_BYTES,
+        queue_retry_interval: float = DEFAULT_QUEUE_RETRY_INTERVAL,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.token = token
@@ -129,6 +159,32 @@ class Memory:
         self._pending: set[Future[bool]] = set()
         self._pending_lock = threading.Lock()
         self._warned_unconfigured = False
+        self._closed = False
+        self.queue: ExtractionQueue | None = None
+        self.queue_retry_interval = queue_retry_interval
+        self._queue_waiting = False  # something may be on disk
+        self._drain_scheduled = False
+        self._retry_timer: threading.Timer | None = None
+        self._retry_armed = False
+        # Why extraction is off for good (the service said no LLM, say); None: on.
+        self._extraction_off: str | None = None
+        if queue and self._extract_configured():
+            self.queue = ExtractionQueue(
+                Path(queue_dir) if queue_dir is not None else default_queue_dir(),
+                f"{self.internal_url}{EXTRACT_PATH}",
+                self._extract_identity(),
+                max_entries=queue_max_entries,
+                max_bytes=queue_max_bytes,
+            )
+            try:
+                waiting = len(self.queue) > 0
+            except OSError as error:
+                logger.warning("Extraction queue %s cannot be read: %s", self.queue.path, error)
+                waiting = False
+            if waiting:
+                # Left by an earlier run: try now, the service may be back.
+                self._queue_waiting = True
+                self._schedule_drain()
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Memory:
@@ -142,7 +198,10 @@ class Memory:
             "token": env.get("TIMOTHY_TOKEN") or None,
             "internal_url": env.get("TIMOTHY_INTERNAL_URL") or DEFAULT_INTERNAL_URL,
             "service_token": env.get("TIMOTHY_SERVICE_TOKEN") or None,
-            "owner": env.get("TIMOTHY_OWNER_USERNAME") or "owner",
+            # With the service token, the owner is named (default "owner"); with
+            # the owner's token alone, the token says whose it is.
+            "owner": env.get("TIMOTHY_OWNER_USERNAME")
+            or ("owner" if env.get("TIMOTHY_SERVICE_TOKEN") else None),
         }
         if env.get("TIMOTHY_CLIENT_TIMEOUT"):
             settings["timeout"] = float(env["TIMOTHY_CLIENT_TIMEOUT"])
@@ -233,31 +292,40 @@ class Memory:
         if not payload or not self._can_extract():
             return _done(False)
         body = {
-            "owner": self.owner,
             "session_id": session_id or self.session_id or "timothy-client",
             "phase": phase,
             "turns": payload,
         }
+        if self.owner:
+            body = {"owner": self.owner, **body}
         with self._pending_lock:
             if len(self._pending) >= MAX_PENDING_EXTRACTIONS:
                 logger.warning(
                     "Extraction dropped: %d still waiting to be sent", len(self._pending)
                 )
                 return _done(False)
-            future = self._extract_pool.submit(self._send_extraction, body)
+            future = self._extract_pool.submit(self._send_extraction, body, _new_key())
             self._pending.add(future)
         future.add_done_callback(self._forget)
         return future
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait for queued extractions to be sent; True if none is left."""
+        """Wait for extractions in flight to be sent or queued on disk; True if none is left."""
         with self._pending_lock:
             pending = set(self._pending)
         return not wait_for_futures(pending, timeout=timeout).not_done
 
     def close(self, timeout: float | None = 30.0) -> None:
-        """Send what is queued (waiting at most ``timeout``), then release the connections."""
+        """Send what is in flight (waiting at most ``timeout``), then release the connections.
+
+        What the service could not take stays in the queue on disk, for the
+        next client of the same service and owner.
+        """
         self.flush(timeout)
+        with self._pending_lock:
+            self._closed = True
+            if self._retry_timer is not None:
+                self._retry_timer.cancel()
         self._extract_pool.shutdown(wait=False, cancel_futures=True)
         self._recall_pool.shutdown(wait=False, cancel_futures=True)
         self._http.close()
@@ -483,32 +551,202 @@ class Memory:
     def _internal_configured(self) -> bool:
         return bool(self.internal_url and self.service_token and self.owner)
 
+    def _extract_configured(self) -> bool:
+        return self._internal_configured() or bool(
+            self.internal_url and self.token and not self.service_token
+        )
+
+    def _extract_identity(self) -> str:
+        """Whose extractions these are: the owner's name, or the token's digest."""
+        if self.service_token or not self.token:
+            return f"owner:{self.owner}"
+        return "token:" + hashlib.sha256(self.token.encode()).hexdigest()
+
     def _can_extract(self) -> bool:
-        if self._internal_configured():
+        if self._extraction_off:
+            return False
+        if self._extract_configured():
             return True
         if not self._warned_unconfigured:
             logger.warning(
-                "Extraction is off: it needs internal_url, service_token and owner "
-                "(TIMOTHY_INTERNAL_URL, TIMOTHY_SERVICE_TOKEN, TIMOTHY_OWNER_USERNAME)."
+                "Extraction is off: it needs internal_url and the owner's token (or "
+                "service_token and owner): TIMOTHY_INTERNAL_URL, TIMOTHY_TOKEN "
+                "(or TIMOTHY_SERVICE_TOKEN, TIMOTHY_OWNER_USERNAME)."
             )
             self._warned_unconfigured = True
         return False
 
-    def _send_extraction(self, body: dict[str, Any]) -> bool:
+    def check_extraction(self) -> str | None:
+        """Whether the service would take an extraction now: None if so, else why not.
+
+        Sends a request with no turns, which the service refuses before
+        queueing anything; its reason (no LLM configured, a token without the
+        propose scope, nothing listening) comes back as a sentence.
+        """
+        if not self._extract_configured():
+            return "extraction is not configured here: set TIMOTHY_INTERNAL_URL and TIMOTHY_TOKEN"
+        body = {"owner": self.owner} if self.owner else {}
         try:
-            # Not repeated after a timeout: the service may have queued it already.
+            self._request("POST", EXTRACT_PATH, json=body, internal=True, attempts=1, timeout=10)
+        except errors.ServiceError as error:
+            if error.status == 400 and error.code == "invalid_request":
+                return None  # it got as far as reading the turns
+            return f"the service answered {error.status} {error.code}: {error.message}"
+        except errors.TimothyError as error:
+            return f"the internal listener did not answer: {error}"
+        return None
+
+    def _send_extraction(self, body: dict[str, Any], key: str) -> bool:
+        """On the extract thread: what waits on disk first, then this one (or queue it)."""
+        if self._extraction_off:
+            return False
+        if self.queue is not None and self._queue_waiting and not self._drain_queue():
+            if self._extraction_off:
+                return False
+            # The older ones could not go: this one waits behind them, in order.
+            self._enqueue(body, key, "older extractions are still waiting")
+            return False
+        outcome, reason = self._post_extraction(body, key, attempts=None)
+        if outcome == SENT:
+            return True
+        if outcome == LATER and self.queue is not None:
+            self._enqueue(body, key, reason)
+        elif outcome == OFF:
+            self._switch_extraction_off(reason)
+        else:
+            logger.warning("Extraction (%s) was not sent: %s", body["phase"], reason)
+        return False
+
+    def _switch_extraction_off(self, reason: str) -> None:
+        if not self._extraction_off:
+            logger.warning(
+                "Extraction is off for this client (recall and remember go on): %s", reason
+            )
+        self._extraction_off = reason
+
+    def _post_extraction(
+        self, body: dict[str, Any], key: str, *, attempts: int | None
+    ) -> tuple[str, str]:
+        """Send one extraction: SENT, LATER (a retry later may succeed) or REFUSED."""
+        try:
+            # Not repeated after a timeout here: the service may have queued it already.
             self._request(
                 "POST",
-                "/internal/v1/extract",
+                EXTRACT_PATH,
                 json=body,
+                idempotency_key=key,
                 timeout=self.extract_timeout,
                 internal=True,
                 repeatable=False,
+                attempts=attempts,
             )
+        except errors.RateLimited as error:
+            return LATER, f"the service answered {error.status}: {error.message}"
+        except errors.ServiceError as error:
+            reason = f"the service answered {error.status} {error.code}: {error.message}"
+            if error.code in PERMANENT_ERROR_CODES or error.status in (401, 403):
+                return OFF, reason
+            later = error.status in RETRIED_STATUSES
+            return (LATER if later else REFUSED), reason
+        except errors.Unreachable as error:
+            return LATER, str(error)
         except errors.TimothyError as error:
-            logger.warning("Extraction (%s) was not sent: %s", body["phase"], error)
+            return REFUSED, str(error)
+        return SENT, ""
+
+    def _enqueue(self, body: dict[str, Any], key: str, reason: str) -> None:
+        assert self.queue is not None
+        try:
+            self.queue.append(key, body)
+            waiting = len(self.queue)
+        except OSError as error:
+            logger.warning(
+                "Extraction (%s) was not sent (%s) and cannot be queued in %s: %s",
+                body["phase"],
+                reason,
+                self.queue.path,
+                error,
+            )
+            return
+        self._queue_waiting = True
+        logger.warning(
+            "Extraction (%s) was not sent: %s; queued on disk to send when the service "
+            "answers again (%d waiting)",
+            body["phase"],
+            reason,
+            waiting,
+        )
+        self._arm_retry()
+
+    def _drain_queue(self) -> bool:
+        """Send what waits on disk, oldest first; True when nothing is left."""
+        assert self.queue is not None
+        try:
+            with self.queue.sending() as mine:
+                if not mine:  # another process is sending this queue
+                    self._arm_retry()
+                    return False
+                sent = 0
+                while True:
+                    entries = self.queue.entries()
+                    if not entries:
+                        self._queue_waiting = False
+                        if sent:
+                            logger.info("Sent %d queued extraction(s)", sent)
+                        return True
+                    entry = entries[0]
+                    key = str(entry.get("key") or _new_key())
+                    # One attempt each: the queue itself is the retry.
+                    outcome, reason = self._post_extraction(entry["body"], key, attempts=1)
+                    if outcome == LATER:
+                        self._arm_retry()
+                        return False
+                    if outcome == OFF:
+                        # Nothing in the queue can go: keep it for a client that can.
+                        self._switch_extraction_off(reason)
+                        return False
+                    if outcome == REFUSED:
+                        logger.warning("Queued extraction dropped: %s", reason)
+                    else:
+                        sent += 1
+                    self.queue.remove(key)
+        except OSError as error:
+            logger.warning("Extraction queue %s cannot be used: %s", self.queue.path, error)
             return False
-        return True
+
+    def _drain_in_background(self) -> bool:
+        with self._pending_lock:
+            self._drain_scheduled = False
+        return self._drain_queue() if self._queue_waiting else True
+
+    def _schedule_drain(self) -> None:
+        """Send the queue on the extract thread (in order with new extractions)."""
+        with self._pending_lock:
+            if self._closed or self._drain_scheduled or self.queue is None:
+                return
+            self._drain_scheduled = True
+            future = self._extract_pool.submit(self._drain_in_background)
+            self._pending.add(future)
+        future.add_done_callback(self._forget)
+
+    def _arm_retry(self) -> None:
+        with self._pending_lock:
+            if self._closed or self._retry_armed:
+                return
+            self._retry_armed = True
+            self._retry_timer = threading.Timer(self.queue_retry_interval, self._retry_fired)
+            self._retry_timer.daemon = True
+            self._retry_timer.start()
+
+    def _retry_fired(self) -> None:
+        with self._pending_lock:
+            self._retry_armed = False
+        self._schedule_drain()
+
+    def _service_answered(self) -> None:
+        """A call was answered: if extractions wait on disk, send them now."""
+        if self._queue_waiting and not self._drain_scheduled:
+            self._schedule_drain()
 
     def _forget(self, future: Future[bool]) -> None:
         with self._pending_lock:
@@ -551,7 +789,7 @@ class Memory:
         """
         if internal:
             url = (self.internal_url or "") + path
-            headers = {"Authorization": f"Bearer {self.service_token}"}
+            headers = {"Authorization": f"Bearer {self.service_token or self.token}"}
         else:
             url = self.base_url + path
             headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
@@ -570,6 +808,8 @@ class Memory:
                 if attempt == attempts or not retry:
                     raise failure from error
             else:
+                if response.status_code < 500 and path != EXTRACT_PATH:
+                    self._service_answered()
                 retry = repeatable and response.status_code in RETRIED_STATUSES
                 if attempt == attempts or not retry:
                     return _answer(response)

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
 
 from tests.client.service import RunningService, ScriptedExtractionLLM
 from tests.fakes.fixtures import fake_openai  # noqa: F401  (the chat model's fake)
 from timothy_client import Memory
+
+# Extractions a client queues on disk go to a folder of this run's, not ~/.cache.
+os.environ.setdefault("TIMOTHY_CLIENT_QUEUE_DIR", tempfile.mkdtemp(prefix="timothy-queue-"))
 
 
 @pytest.fixture(scope="package")

@@ -20,9 +20,10 @@ ANSWER_WAIT = 120
 
 
 class ChatProcess:
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], command: list[str] | None = None) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, str(SCRIPT)],
+            command or [sys.executable, str(SCRIPT)],
+            cwd=SCRIPT.parents[1],
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

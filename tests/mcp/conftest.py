@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
 
 from tests.client.service import RunningService
+
+# Extractions a client queues on disk go to a folder of this run's, not ~/.cache.
+os.environ.setdefault("TIMOTHY_CLIENT_QUEUE_DIR", tempfile.mkdtemp(prefix="timothy-queue-"))
 
 
 @pytest.fixture(scope="package")
