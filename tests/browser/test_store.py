@@ -7,7 +7,8 @@ import json
 import pytest
 from playwright.sync_api import expect
 
-from memories.models import Memory
+from memories.access_log import AccessRecord, preview_of
+from memories.models import ApiToken, Memory
 from tests.base import make_memory
 from tests.browser.conftest import LAPTOP, PHONE, log_in, new_page, screenshot
 
@@ -59,5 +60,36 @@ def test_upload_preview_and_import(browser, live_server, owner, settings, tmp_pa
         )
         assert Memory.objects.filter(owner=owner).count() == 3
         assert Memory.objects.filter(owner=owner, content__contains="bees").exists()
+    finally:
+        page.context.close()
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_a_memory_and_a_token_say_what_was_sent(browser, live_server, owner, viewport):
+    seats = make_memory(owner, "Olivia prefers an aisle seat on long-haul flights.")
+    laptop = ApiToken.issue(owner, name="laptop")[0]
+    for _ in range(3):
+        AccessRecord.objects.create(
+            owner=owner,
+            token=laptop,
+            memory_ids=[seats.pk],
+            query_preview=preview_of("Which seat do I like on long flights to Lisbon next May?"),
+        )
+    page = new_page(browser, viewport=viewport)
+    try:
+        log_in(page, live_server)
+        page.goto(f"{live_server.url}/memories/{seats.pk}/")
+        expect(page.locator("[data-delivery]")).to_contain_text("Sent to laptop 3 times, last")
+        page.get_by_role("link", name="laptop").click()
+        expect(page.get_by_role("heading", name="What “laptop” received")).to_be_visible()
+        expect(page.locator("[data-access-record]")).to_have_count(3)
+        expect(page.locator("[data-access-record]").first).to_contain_text(
+            "Which seat do I like on long flights…"
+        )
+        wide = page.evaluate("document.documentElement.scrollWidth > window.innerWidth")
+        assert not wide, "the token page scrolls sideways"
+        screenshot(page, f"token-access-{viewport['width']}")
+        page.locator("[data-access-record]").first.get_by_role("link", name=f"#{seats.pk}").click()
+        expect(page.get_by_role("heading", name=seats.content)).to_be_visible()
     finally:
         page.context.close()
