@@ -732,6 +732,21 @@ class Memory(models.Model):
 
     # --- state changes ---------------------------------------------------------
 
+    def _retire_for(self, new: Memory, *, now: datetime, actor, via: str, reason: str, **data):
+        """This (locked) row becomes superseded by ``new``, on the record."""
+        previous = self.status
+        self.status = Memory.Status.SUPERSEDED
+        self.superseded_by = new
+        lifetime = _lifetime_change(self, previous, self.status, now)
+        self.save(update_fields=["status", "superseded_by", *lifetime])
+        self.log(
+            MemoryEvent.Action.SUPERSEDED,
+            actor=actor,
+            via=via,
+            reason=reason,
+            data={"from": previous, "successor": new.pk, **data},
+        )
+
     def _locked(self) -> Memory:
         return Memory.objects.select_for_update().get(pk=self.pk)
 
@@ -886,18 +901,7 @@ class Memory(models.Model):
             )
             confirmed = {"from": Memory.Status.PROPOSED, "edited": self.pk}
             if replaces is not None:
-                now = new.created_at
-                replaced.status = Memory.Status.SUPERSEDED
-                replaced.superseded_by = new
-                lifetime = _lifetime_change(replaced, Memory.Status.ACTIVE, replaced.status, now)
-                replaced.save(update_fields=["status", "superseded_by", *lifetime])
-                replaced.log(
-                    MemoryEvent.Action.SUPERSEDED,
-                    actor=actor,
-                    via=via,
-                    reason=reason,
-                    data={"from": Memory.Status.ACTIVE, "successor": new.pk},
-                )
+                replaced._retire_for(new, now=new.created_at, actor=actor, via=via, reason=reason)
                 confirmed["replaces"] = replaced.pk
                 replaces._refresh_from(replaced)
             new.log(
@@ -1066,18 +1070,7 @@ class Memory(models.Model):
                 created_at=now,
                 last_confirmed_at=now,
             )
-            previous_status = old.status
-            old.status = Memory.Status.SUPERSEDED
-            old.superseded_by = new
-            lifetime = _lifetime_change(old, previous_status, old.status, now)
-            old.save(update_fields=["status", "superseded_by", *lifetime])
-            old.log(
-                MemoryEvent.Action.SUPERSEDED,
-                actor=actor,
-                via=via,
-                reason=reason,
-                data={"from": previous_status, "successor": new.pk},
-            )
+            old._retire_for(new, now=now, actor=actor, via=via, reason=reason)
             new.log(
                 MemoryEvent.Action.VERSION,
                 actor=actor,
@@ -1155,17 +1148,7 @@ class Memory(models.Model):
                 last_confirmed_at=max(row.confirmed_or_created_at for row in rows),
             )
             for row in rows:
-                row.status = cls.Status.SUPERSEDED
-                row.superseded_by = new
-                lifetime = _lifetime_change(row, cls.Status.ACTIVE, row.status, now)
-                row.save(update_fields=["status", "superseded_by", *lifetime])
-                row.log(
-                    MemoryEvent.Action.SUPERSEDED,
-                    actor=actor,
-                    via=via,
-                    reason=reason,
-                    data={"from": cls.Status.ACTIVE, "successor": new.pk, "merge": True},
-                )
+                row._retire_for(new, now=now, actor=actor, via=via, reason=reason, merge=True)
             new.log(
                 MemoryEvent.Action.MERGED,
                 actor=actor,

@@ -165,8 +165,8 @@ def test_it_leaves_every_group_merged_or_untouched_after_a_crash(
 ):
     settings.LLM_BASE_URL = ""
     monkeypatch.setattr(consolidation, "MERGE_BATCH", batch)
-    first = [make_memory(alice, f"Tea {i}.", embedding=axis(0)) for i in range(2)]
-    second = [make_memory(alice, f"Porto {i}.", embedding=axis(1)) for i in range(3)]
+    first = [make_memory(alice, f"Drinks tea ({i}).", embedding=axis(0)) for i in range(2)]
+    second = [make_memory(alice, f"Lives in Porto ({i}).", embedding=axis(1)) for i in range(3)]
     original_log = Memory.log
     merges = []
 
