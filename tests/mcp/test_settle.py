@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import StdioServerParameters
 
 from tests.mcp.helpers import (
     TIMOTHY_MCP,
@@ -21,6 +21,7 @@ from tests.mcp.helpers import (
     stdio_client_for,
     structured,
 )
+from tests.mcp.test_http import authorized_client
 
 AISLE = "Prefers an aisle seat on long flights."
 WINDOW = "Prefers a window seat on long flights."
@@ -42,7 +43,7 @@ def run_session(transport: str, timothy, token: str, tmp_path, session: Callable
     with http_server(server_env(**env), tmp_path / "mcp-http.log") as url:
 
         async def over_http() -> None:
-            async with Client(url, read_timeout_seconds=120) as client:
+            async with authorized_client(url, token) as client:
                 await session(client)
 
         run_async(over_http)
