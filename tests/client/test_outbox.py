@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from tests.client.faults import refused_url
+from tests.client.faults import FlakyProxy, refused_url
 from tests.client.service import Fact, RunningService, wait_for
 from timothy_client import Memory
 
@@ -108,6 +108,28 @@ def test_nothing_said_during_an_outage_is_lost_and_order_is_kept(
     ]
     assert conversations == [0, 1, 2]
     second.close()
+
+
+def test_a_timed_retry_sends_the_queue_with_its_idempotency_key(timothy, tmp_path):
+    # A proxy's 502 page first (the service never sees it), then the real service.
+    with FlakyProxy(timothy.internal_url, "bad_gateway", failures=1) as proxy:
+        client = Memory(
+            timothy.public_url,
+            timothy.token,
+            internal_url=proxy.url,
+            service_token=timothy.service_token,
+            owner=timothy.owner,
+            queue_dir=tmp_path,
+            queue_retry_interval=1,
+        )
+        assert client.extract(turn("I like kites.")).result(timeout=120) is False
+        [entry] = client.queue.entries()
+        # Nobody calls: the client tries again on its own.
+        wait_for(lambda: not client.queue.entries(), "the timed retry", 120)
+        client.close()
+    assert [
+        (method, path, headers["Idempotency-Key"]) for method, path, headers in proxy.forwarded
+    ] == [("POST", "/internal/v1/extract", entry["key"])]
 
 
 def test_the_queue_keeps_the_newest_when_full(tmp_path, caplog):
