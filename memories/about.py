@@ -596,6 +596,8 @@ def _opening_name(clause: str, entities: tuple[str, ...] = ()) -> str:
     # "Ana, my sister-in-law, eats meat", "Toby was": a lone name the rules
     # above leave out when nothing but its sentence's verb or an apposition follows.
     following = words[1].lower() if len(words) > 1 else ""
+    if _NAME_VERB.match(words[0].lower()):
+        return ""  # "Has moved", "Is now": a verb, not a name
     if _NAME_VERB.match(following) or (
         not _looks_like_a_verb_form(words[0]) and _appositive_role(stripped, words[0])
     ):

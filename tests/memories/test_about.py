@@ -47,6 +47,8 @@ def about(text: str, memory_type: str = "semantic", **kwargs) -> About:
         ("Visited Arjun in Berlin.", SELF, SELF),
         ("Really dislikes winter chills.", SELF, SELF),
         ("Now works at Globex.", SELF, SELF),
+        ("Has moved to a studio in Kensington Market.", SELF, SELF),
+        ("Is now in a relationship with Inês.", SELF, SELF),
     ],
 )
 def test_it_reads_whom_a_memory_is_about(text, subject, kind):
