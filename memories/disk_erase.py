@@ -17,6 +17,10 @@ from disk removes them:
    server runs with ``wal_recycle = off`` (timothy/database.py), so such a
    segment is deleted rather than renamed for reuse with its old bytes in it.
 
+An erase interrupted (its worker or the database stopped) stays marked running
+until the next run takes it up again: the task's retry, the next request or
+the daily job.
+
 One erase covers every redaction committed before it started, whoever's: a
 ``DiskErase`` row says who asked, through what, and how far it got (step,
 steps, what it is doing), and the memory's page and the API's
@@ -42,6 +46,7 @@ from django.db import (
     models,
     transaction,
 )
+from django.db.models import Q
 from django.utils import timezone
 
 logger = logging.getLogger(__name__)
@@ -231,11 +236,12 @@ def run(erase_id: int) -> str:
 
 def _run_locked(erase_id: int, cursor) -> str:
     started = timezone.now()
-    batch = list(
-        DiskErase.objects.filter(state=DiskErase.State.REQUESTED, requested_at__lte=started)
-        .values_list("pk", flat=True)
-        .order_by("pk")
+    # Holding the lock, an erase still marked running was interrupted (its worker
+    # or the database stopped): it runs again with the requested ones.
+    waiting = Q(state=DiskErase.State.REQUESTED, requested_at__lte=started) | Q(
+        state=DiskErase.State.RUNNING
     )
+    batch = list(DiskErase.objects.filter(waiting).values_list("pk", flat=True).order_by("pk"))
     if erase_id not in batch:
         erase = DiskErase.objects.filter(pk=erase_id).first()
         return f"erase {erase_id} already {erase.state if erase else 'gone'}"

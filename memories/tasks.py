@@ -124,7 +124,9 @@ def erase_uncovered_redactions() -> str:
     that none waits longer than a day; part of the daily job."""
     from memories.disk_erase import DiskErase, request_erase, run, uncovered_redactions
 
-    waiting = DiskErase.objects.filter(state=DiskErase.State.REQUESTED).first()
+    waiting = DiskErase.objects.filter(
+        state__in=[DiskErase.State.REQUESTED, DiskErase.State.RUNNING]
+    ).first()
     if waiting is None and not uncovered_redactions():
         return "nothing to erase from disk"
     erase = waiting or request_erase(via="schedule")

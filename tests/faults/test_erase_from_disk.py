@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI
-from tests.faults.conftest import api, signed_in
+from tests.faults.conftest import SERVICE_TOKEN, api, signed_in
 from tests.faults.test_embedding_catch_up import has_vector
-from timothy.drill import HTTP_TIMEOUT, START_TIMEOUT, ServeProcess, wait_for
+from timothy.drill import HTTP_TIMEOUT, START_TIMEOUT, ServeProcess, service_env, wait_for
 
 # A busy shared machine: the erase rewrites ten small tables and checkpoints twice.
 ERASE_DEADLINE = 300
@@ -60,16 +63,36 @@ def fake():
     server.stop()
 
 
-def test_no_file_of_the_data_folder_holds_a_redacted_text_once_the_erase_is_complete(
-    start_service, fake
-):
-    service = start_service(
-        TIMOTHY_EMBEDDING_PROVIDER="openai",
-        TIMOTHY_EMBEDDING_BASE_URL=fake.base_url,
-        TIMOTHY_EMBEDDING_MODEL="text-embedding-3-small",
-        TIMOTHY_EMBEDDING_API_KEY="sk-test",
-        TIMOTHY_EMBEDDING_DIMENSIONS="384",
+@pytest.fixture
+def service(fake) -> Iterator[ServeProcess]:
+    """The service, embedding through ``fake``, on a data folder outside pytest's
+    temporary folders: a pytest started meanwhile (by anyone, as the same user)
+    sets /tmp/pytest-of-<user> back to 0700, and the embedded server, running as
+    its own user, then loses its data folder mid-test."""
+    data_dir = Path(tempfile.mkdtemp(prefix="timothy-erase-test-"))
+    process = ServeProcess(
+        service_env(
+            data_dir / "data",
+            TIMOTHY_SERVICE_TOKEN=SERVICE_TOKEN,
+            TIMOTHY_EMBEDDING_PROVIDER="openai",
+            TIMOTHY_EMBEDDING_BASE_URL=fake.base_url,
+            TIMOTHY_EMBEDDING_MODEL="text-embedding-3-small",
+            TIMOTHY_EMBEDDING_API_KEY="sk-test",
+            TIMOTHY_EMBEDDING_DIMENSIONS="384",
+        )
     )
+    try:
+        process.wait_until_serving()
+        yield process
+    finally:
+        try:
+            process.stop()
+        finally:
+            process.kill()
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def test_no_file_of_the_data_folder_holds_a_redacted_text_once_the_erase_is_complete(service):
     client = api(service)
     # Letters and digits: one word to the full-text parser, never stemmed.
     marker = f"zq{uuid.uuid4().hex[:12]}x"
