@@ -129,9 +129,10 @@ class DiskErase(models.Model):
 # --- asking, and what covers a memory ------------------------------------------------
 
 
-def request_erase(*, owner=None, via: str) -> DiskErase:
-    """An erase that has not started yet (a new one, queued once this commits, or the
-    one already waiting): it will cover every redaction committed so far."""
+def request_erase(*, owner=None, via: str, queue: bool = True) -> DiskErase:
+    """An erase that has not started yet (a new one, queued once this commits unless
+    ``queue`` is false, or the one already waiting): it will cover every redaction
+    committed so far."""
     with transaction.atomic():
         waiting = (
             DiskErase.objects.select_for_update()
@@ -142,7 +143,8 @@ def request_erase(*, owner=None, via: str) -> DiskErase:
         if waiting is not None:
             return waiting
         erase = DiskErase.objects.create(requested_by=owner, via=via)
-        transaction.on_commit(lambda: _queue(erase.pk))
+        if queue:
+            transaction.on_commit(lambda: _queue(erase.pk))
     return erase
 
 

@@ -1,17 +1,21 @@
-"""`redact --owner USERNAME ID [--chain] --reason WHY [--vacuum-full]`: erase a memory's text.
+"""`redact --owner USERNAME ID [--chain] --reason WHY [--vacuum-full | --erase-from-disk]`: erase a
+memory's text.
 
 The same model method as the API, the page and the admin (``Memory.redact``):
 the row stays in its chain, marked redacted, and every copy of its text in the
 database is erased; the tables touched are vacuumed right after. With
 ``--vacuum-full`` they are also rewritten whole, so that no byte of the old
 text is left in their files (this locks each table while it runs; see
-docs/privacy.md).
+docs/privacy.md). With ``--erase-from-disk`` it runs an erase from disk here
+and now (memories/disk_erase.py): every table that can hold a memory's text is
+rewritten, and the WAL that held it is retired.
 """
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memories.disk_erase import request_erase, run
 from memories.management.base import owner_by_username
 from memories.models import IllegalTransition, Memory, RedactionRefused
 from memories.redaction import vacuum
@@ -35,6 +39,12 @@ class Command(BaseCommand):
             help="Also rewrite the touched tables whole (VACUUM FULL): no old bytes stay in "
             "their files, but each table is locked while it is rewritten.",
         )
+        parser.add_argument(
+            "--erase-from-disk",
+            action="store_true",
+            help="Also run an erase from disk now: rewrite every table that can hold a "
+            "memory's text and retire the WAL that held it (docs/privacy.md).",
+        )
 
     def handle(
         self,
@@ -44,6 +54,7 @@ class Command(BaseCommand):
         chain: bool,
         reason: str,
         vacuum_full: bool,
+        erase_from_disk: bool = False,
         **options,
     ) -> None:
         owner_user = owner_by_username(owner)
@@ -62,3 +73,8 @@ class Command(BaseCommand):
             f"Redacted memory {memory_id} of {owner} ({result.summary()}); "
             f"{done} {', '.join(result.tables)}."
         )
+        if erase_from_disk:
+            erase = request_erase(via="command", queue=False)
+            run(erase.pk)
+            erase.refresh_from_db()
+            self.stdout.write(f"Erased from disk ({erase.state}): {erase.outcome}.")
