@@ -22,6 +22,8 @@ def test_it_loads_make_run_and_reports_latency_throughput_and_lost_writes():
         "bench_load",
         "--memories",
         "300",
+        "--owners",
+        "2",
         "--clients",
         "3",
         "--seconds",
@@ -38,7 +40,8 @@ def test_it_loads_make_run_and_reports_latency_throughput_and_lost_writes():
         stdout=out,
     )
     text = out.getvalue()
-    assert "filled 300 memories for 1 owner(s)" in text
+    assert "filled 600 memories for 2 owner(s)" in text
+    assert "600 memories of 2 owner(s)" in text
     assert re.search(r"3 clients for (\d+(\.\d)?) s", text)
     assert float(re.search(r"3 clients for (\S+) s", text).group(1)) >= 4
     rows = {line.split()[0]: line.split()[1:] for line in text.splitlines() if line.strip()}
@@ -48,6 +51,8 @@ def test_it_loads_make_run_and_reports_latency_throughput_and_lost_writes():
         assert 0 < p50 <= p95 <= p99 <= slowest
     assert "5xx: 0; without an answer: 0" in text
     assert "(none lost)" in text
+    cpu = re.search(r"CPU per measured request .*web workers (\S+) ms.*total (\S+) ms", text)
+    assert cpu and 0 < float(cpu[1]) < float(cpu[2])
     assert not database_exists(SCRATCH)
     assert connection.settings_dict["NAME"] == test_database
 

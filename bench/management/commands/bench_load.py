@@ -1,10 +1,12 @@
 """Load test: concurrent clients against `make run` on a scratch database.
 
-Fills a scratch database on the same server with one owner's synthetic
-memories (the fill of ``bench_recall``), starts ``manage.py serve`` on it (the
-gunicorn, worker and settings of `make run`, on free ports), and runs
+Fills a scratch database on the same server with ``--owners`` owners'
+synthetic memories (``--memories`` each; the fill of ``bench_recall``),
+starts ``manage.py serve`` on it (the gunicorn, worker and settings of
+`make run`, on free ports), and runs
 ``--clients`` threads for ``--seconds``, each sending searches and writes
-(``--write-share`` of them writes) through its own API token. Prints latency
+(``--write-share`` of them writes) through its own API token (client n acts
+for owner n modulo ``--owners``). Prints latency
 percentiles per kind, throughput, answers by status, and checks that every
 acknowledged write is in the database. Fails (exit 1) on any 5xx, any request
 left without an answer, or a lost write. docs/reliability.md has the figures.
@@ -22,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass
 from urllib.parse import quote
 
+import psutil
 import requests
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -40,7 +43,13 @@ from bench.management.commands.bench_recall import Command as BenchRecall
 from memories.management.commands.serve import WEB_THREADS
 from memories.models import ApiToken, Memory
 from retrieval.evaluation.scratch import ScratchRefused, scratch_database
-from timothy.drill import HTTP_TIMEOUT, ServeProcess, service_env, wait_for
+from timothy.drill import (
+    HTTP_TIMEOUT,
+    ServeProcess,
+    postgres_processes,
+    service_env,
+    wait_for,
+)
 from timothy.scratch import database_exists
 
 # Seconds serve may take to start (migrate, load the model, fork gunicorn).
@@ -76,11 +85,73 @@ def scratch_database_url(name: str) -> str:
     return f"postgresql://{credentials}{location}/{quote(name, safe='')}"
 
 
+class CpuMeter:
+    """CPU seconds used between ``start`` and ``stop`` by kind of process: serve's
+    web workers, its background worker, its other processes, PostgreSQL (its
+    own processes and the backends of ``database``, when the server is the
+    embedded one), and this process (the clients). A process that exits in
+    between takes its seconds with it."""
+
+    def __init__(self, service: ServeProcess, database: str) -> None:
+        self.service = service
+        self.database = database
+        self.used: Counter[str] = Counter()
+        self.seconds = 0.0
+
+    def _snapshot(self) -> dict[int, tuple[str, float]]:
+        found: list[tuple[str, psutil.Process]] = [("load clients", psutil.Process())]
+        for process in [psutil.Process(self.service.process.pid), *self.service.children()]:
+            command = _command(process)
+            if "timothy.wsgi" in command:
+                found.append(("web workers", process))
+            elif "qcluster" in command:
+                found.append(("background worker", process))
+            else:
+                found.append(("serve, internal listener", process))
+        for process in postgres_processes(settings.DATA_DIR):
+            command = _command(process)
+            # Another database's backend is someone else's work.
+            backend = "[local]" in command or "127.0.0.1" in command
+            if backend and f" {self.database} " not in command:
+                continue
+            found.append(("PostgreSQL", process))
+        snapshot = {}
+        for kind, process in found:
+            try:
+                times = process.cpu_times()
+            except psutil.Error:
+                continue
+            snapshot[process.pid] = (kind, times.user + times.system)
+        return snapshot
+
+    def start(self) -> None:
+        self._started = time.monotonic()
+        self._before = self._snapshot()
+
+    def stop(self) -> None:
+        self.seconds = time.monotonic() - self._started
+        for pid, (kind, seconds) in self._snapshot().items():
+            self.used[kind] += seconds - self._before.get(pid, (kind, 0.0))[1]
+
+
+def _command(process: psutil.Process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:
+        return ""
+
+
 class Command(BaseCommand):
     help = "Load-test make run's gunicorn with concurrent searches and writes on a scratch store."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--memories", type=int, default=100_000, help="memories of the owner")
+        parser.add_argument("--memories", type=int, default=100_000, help="memories of each owner")
+        parser.add_argument(
+            "--owners",
+            type=int,
+            default=1,
+            help="owners, each with --memories; client n acts for owner n modulo this",
+        )
         parser.add_argument("--clients", type=int, default=32)
         parser.add_argument("--seconds", type=float, default=60.0, help="measured duration")
         parser.add_argument(
@@ -115,11 +186,22 @@ class Command(BaseCommand):
                 if not filled:
                     filler = BenchRecall(stdout=self.stdout, stderr=self.stderr)
                     synthesizer = Synthesizer(options["seed"], settings.EMBEDDING_DIMENSIONS)
-                    filler._fill(synthesizer, 1, options["memories"])
-                owner = get_user_model().objects.get(username=f"{BENCH_OWNER_PREFIX}0")
-                stored = Memory.objects.for_owner(owner).count()
+                    filler._fill(synthesizer, options["owners"], options["memories"])
+                owners = list(
+                    get_user_model().objects.filter(
+                        username__in=[f"{BENCH_OWNER_PREFIX}{n}" for n in range(options["owners"])]
+                    )
+                )
+                if len(owners) != options["owners"]:
+                    raise CommandError(
+                        f"The scratch database {database} holds {len(owners)} bench owner(s), "
+                        f"not {options['owners']}; drop it or run without --reuse."
+                    )
+                owners.sort(key=lambda user: int(user.username.removeprefix(BENCH_OWNER_PREFIX)))
+                stored = Memory.objects.filter(owner__in=owners).count()
                 tokens = [
-                    ApiToken.issue(owner, f"load client {n}")[1] for n in range(options["clients"])
+                    ApiToken.issue(owners[n % len(owners)], f"load client {n}")[1]
+                    for n in range(options["clients"])
                 ]
                 connections.close_all()
                 self._run(url, tokens, stored, options)
@@ -144,7 +226,8 @@ class Command(BaseCommand):
             wait_for(service.answers, START_SECONDS, "the site to answer")
             self._wait_until_warm(service.base, tokens[0])
             session_id = f"load-{uuid.uuid4().hex[:12]}"
-            answers = self._load(service.base, tokens, session_id, options)
+            meter = CpuMeter(service, url.rsplit("/", 1)[1])
+            answers = self._load(service.base, tokens, session_id, options, meter)
             load_after = os.getloadavg()
             acknowledged = sum(
                 1 for answer in answers if answer.kind == "write" and answer.status == 201
@@ -155,6 +238,7 @@ class Command(BaseCommand):
             service.kill(postgres=False)
         written = Memory.objects.filter(session_id=session_id).count()
         self._report(answers, options, stored, load_after, acknowledged, written)
+        self._report_cpu(meter, sum(answer.measured for answer in answers))
         self._report_server_log(service.output, code)
         problems = []
         failed = Counter(
@@ -209,7 +293,9 @@ class Command(BaseCommand):
             in_a_row = in_a_row + 1 if warm else 0
         self.stdout.write(f"embedding model warm after {time.monotonic() - started:.0f} s")
 
-    def _load(self, base: str, tokens: list[str], session_id: str, options) -> list[Answer]:
+    def _load(
+        self, base: str, tokens: list[str], session_id: str, options, meter: CpuMeter
+    ) -> list[Answer]:
         answers: list[Answer] = []
         lock = threading.Lock()
         started = time.monotonic()
@@ -278,6 +364,16 @@ class Command(BaseCommand):
                     if answer.measured:
                         measured[kind] += 1
 
+        def metering() -> None:
+            """CPU seconds used over the measured window, by kind of process."""
+            time.sleep(max(0.0, measure_from - time.monotonic()))
+            meter.start()
+            while self.window_end is None and time.monotonic() < give_up_at + HTTP_TIMEOUT:
+                time.sleep(0.1)
+            meter.stop()
+
+        meter_thread = threading.Thread(target=metering, daemon=True)
+        meter_thread.start()
         threads = [
             threading.Thread(target=client, args=(number, token), daemon=True)
             for number, token in enumerate(tokens)
@@ -293,7 +389,21 @@ class Command(BaseCommand):
                 + 30
             )
         self.measured_seconds = (self.window_end or time.monotonic()) - measure_from
+        meter_thread.join(timeout=30)
         return answers
+
+    def _report_cpu(self, meter: CpuMeter, requests_measured: int) -> None:
+        if not meter.used or not requests_measured:
+            return
+        self.stdout.write(
+            f"CPU per measured request ({sum(meter.used.values()):.1f} CPU seconds over "
+            f"{meter.seconds:.1f} s): "
+            + ", ".join(
+                f"{kind} {seconds * 1000 / requests_measured:.1f} ms"
+                for kind, seconds in sorted(meter.used.items(), key=lambda item: -item[1])
+            )
+            + f"; total {sum(meter.used.values()) * 1000 / requests_measured:.1f} ms"
+        )
 
     def _report(self, answers, options, stored, load_after, acknowledged, written) -> None:
         measured = [answer for answer in answers if answer.measured]
@@ -302,7 +412,8 @@ class Command(BaseCommand):
             f"load: {options['clients']} clients for {seconds:g} s (after {options['warmup']:g} s "
             f"of warm-up), {options['write_share']:.0%} writes, against make run's gunicorn "
             f"({options['web_workers']} workers x {WEB_THREADS} threads), "
-            f"{stored:,} memories of one owner, embeddings: {settings.EMBEDDING_PROVIDER}"
+            f"{stored:,} memories of {options['owners']} owner(s), "
+            f"embeddings: {settings.EMBEDDING_PROVIDER}"
         )
         self.stdout.write(
             f"machine: {os.cpu_count()} cores, load average {self.load_before[0]:.1f} before, "
