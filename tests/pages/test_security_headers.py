@@ -99,7 +99,11 @@ def test_it_never_lets_a_cache_keep_the_tokens_page(alice_client):
     response = alice_client.get(reverse("tokens"))
     assert "no-store" in response["Cache-Control"]
     assert "private" in response["Cache-Control"]
-    response = alice_client.post(reverse("token-create"), {"name": "laptop"}, follow=True)
+    response = alice_client.post(
+        reverse("token-create"),
+        {"name": "laptop", "scopes": ["read", "propose", "write"]},
+        follow=True,
+    )
     assert b"tm_" in response.content  # the secret, shown once
     assert "no-store" in response["Cache-Control"]
     for hop, _ in response.redirect_chain:

@@ -7,7 +7,11 @@ from tests.pages.conftest import flashes
 
 @pytest.mark.django_db
 def test_it_creates_a_token_and_shows_it_once(alice_client, alice):
-    response = alice_client.post(reverse("token-create"), {"name": "laptop"}, follow=True)
+    response = alice_client.post(
+        reverse("token-create"),
+        {"name": "laptop", "scopes": ["read", "propose", "write"]},
+        follow=True,
+    )
 
     token = ApiToken.objects.get(owner=alice)
     raw = response.context["new_token"]["raw"]
