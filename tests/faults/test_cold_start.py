@@ -5,12 +5,16 @@ searches wait on the load. How soon, in seconds, `bench_cold_start` prints."""
 from __future__ import annotations
 
 import psutil
+import pytest
 import requests
 
+from memories.related import MODEL_STILL_LOADING, find_related
+from retrieval.recall import recall
+from tests.base import make_memory
 from tests.faults.conftest import api, remember
+from timothy import warmup
 from timothy.drill import HTTP_TIMEOUT, ServeProcess, wait_for
-
-MODEL_LOADING = "the embedding model is still loading"
+from timothy.warmup import MODEL_LOADING
 
 
 def search(service: ServeProcess, session: requests.Session | None = None) -> dict:
@@ -63,3 +67,31 @@ def test_a_restarted_worker_answers_at_once_and_says_its_vector_leg_waits_for_th
         HTTP_TIMEOUT,
         "the new worker's embedding model to load",
     )
+
+
+@pytest.fixture
+def model_loading(settings):
+    """A local model configured, and this process marked as still loading it."""
+    settings.EMBEDDING_PROVIDER = "local"
+    settings.EMBEDDING_MODEL = ""
+    warmup._model_loading.set()
+    yield
+    warmup._model_loading.clear()
+
+
+@pytest.mark.django_db
+def test_while_the_model_loads_recall_and_a_create_answer_by_text_without_waiting(
+    model_loading, alice
+):
+    tea = make_memory(alice, "Drinks green tea every morning.")
+
+    result = recall(alice, "green tea in the morning")
+    assert result.legs["vector"].status == "skipped"
+    assert result.legs["vector"].error == MODEL_LOADING
+    assert result.legs["text"].status == "ok"
+    assert [item.memory for item in result.memories] == [tea]
+
+    found = find_related(alice, "Drinks green tea every morning.")
+    assert found.degraded == MODEL_STILL_LOADING
+    assert found.embedding is None
+    assert [item.memory for item in found.duplicates] == [tea]
