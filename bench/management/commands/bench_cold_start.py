@@ -5,11 +5,12 @@ Fills a scratch database with one owner's synthetic memories (the fill of
 settings of `make run`, on free ports) and sends one search after another,
 each with a client deadline of ``--deadline`` seconds (the client's 0.5 s),
 until the vector leg answers. Then, ``--restarts`` times, it stops every
-worker of the public site at once (SIGTERM; gunicorn starts new ones) and does
-the same. For the start and each restart it prints: when the site first
-answered a search, that search's time and its vector leg (``skipped`` while
-the worker's embedding model loads), when the vector leg first answered, and
-how many searches sent after the first answer missed the deadline.
+worker of the public site at once (SIGTERM, or SIGKILL with ``--signal KILL``
+as if they crashed; gunicorn starts new ones) and does the same. For the
+start and each restart it prints when the site first answered a search, that
+search's time and its vector leg (``skipped`` while the worker's embedding
+model loads), when the vector leg first answered, how many searches missed
+the deadline, and the longest time without an answer.
 docs/reliability.md has the figures.
 """
 
@@ -89,6 +90,13 @@ class Command(BaseCommand):
         parser.add_argument("--memories", type=int, default=2_000, help="memories of the owner")
         parser.add_argument("--restarts", type=int, default=3, help="worker restarts measured")
         parser.add_argument(
+            "--signal",
+            choices=("TERM", "KILL"),
+            default="TERM",
+            help="how the workers are stopped: TERM (graceful, they finish what they accepted) "
+            "or KILL (a crash)",
+        )
+        parser.add_argument(
             "--deadline", type=float, default=0.5, help="the client's deadline per search (s)"
         )
         parser.add_argument(
@@ -145,7 +153,7 @@ class Command(BaseCommand):
                 workers = self._public_workers(service)
                 started = time.monotonic()
                 for worker in workers:
-                    worker.send_signal(signal.SIGTERM)
+                    worker.send_signal(getattr(signal, f"SIG{options['signal']}"))
                 probes = self._probe(service, session, started, options, replaced=workers)
                 phases.append(Phase(f"restart {number}", probes, self.old_gone))
         finally:
@@ -216,7 +224,7 @@ class Command(BaseCommand):
         )
         for phase in phases:
             first, vector = phase.first_answer, phase.first_vector
-            since = "launch" if phase.name == "start" else "SIGTERM to every worker"
+            since = "launch" if phase.name == "start" else f"SIG{options['signal']} to every worker"
             if first is None:
                 self.stdout.write(f"{phase.name}: no search answered")
                 continue
