@@ -412,6 +412,7 @@ class MemorySource(models.TextChoices):
     API = "api", "API"
     CONSOLIDATION = "consolidation", "Consolidation"
     IMPORT = "import", "Import"
+    PAGE = "page", "Written or confirmed by the owner on the pages"
 
 
 class MemoryManager(models.Manager.from_queryset(MemoryQuerySet)):
@@ -864,7 +865,7 @@ class Memory(models.Model):
         """Edit-then-confirm: the owner's text becomes the active version.
 
         Written by the owner, it carries the owner's confidence (1.0) and
-        source (remember), not the assistant's; the proposal stays in its
+        source (page), not the assistant's; the proposal stays in its
         chain. Returns the new head; an edit that changes nothing
         (``is_unchanged_by``) confirms the proposal as it is and returns it.
 
@@ -894,7 +895,7 @@ class Memory(models.Model):
                 entities=entities,
                 about=about,
                 confidence=1.0,
-                source=Memory.Source.REMEMBER,
+                source=Memory.Source.PAGE,
                 actor=actor,
                 via=via,
                 reason=reason,
@@ -962,6 +963,19 @@ class Memory(models.Model):
             event=MemoryEvent.Action.ARCHIVED,
         )
 
+    def unarchive(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
+        """archived → active (the pages' Undo of an archive): recalled again, with
+        a new active lifetime from now (migration 0026 allows it)."""
+        return self._change_status(
+            "unarchive",
+            [Memory.Status.ARCHIVED],
+            Memory.Status.ACTIVE,
+            actor=actor,
+            via=via,
+            reason=reason,
+            event=MemoryEvent.Action.UNARCHIVED,
+        )
+
     def is_unchanged_by(
         self,
         content: str | None = None,
@@ -991,6 +1005,7 @@ class Memory(models.Model):
         entities: Iterable[str] | None = None,
         confidence: float | None = None,
         about: About | None = None,
+        source: str | None = None,
         actor=None,
         via: str = "api",
         reason: str = "",
@@ -1019,6 +1034,7 @@ class Memory(models.Model):
                 type=type,
                 entities=entities,
                 confidence=confidence,
+                source=source,
                 about=about,
                 actor=actor,
                 via=via,
@@ -1464,6 +1480,7 @@ class MemoryEvent(models.Model):
         REJECTED = "rejected", "Rejected"
         RESTORED = "restored", "Restored to the queue"
         ARCHIVED = "archived", "Archived"
+        UNARCHIVED = "unarchived", "Back from the archive"
         SUPERSEDED = "superseded", "Superseded"
         VERSION = "version", "New version"
         MERGED = "merged", "Merged"

@@ -24,6 +24,7 @@ urlpatterns = [
     path("memories/<int:pk>/edit/", views.memory_edit, name="memory-edit"),
     path("memories/<int:pk>/reconfirm/", views.reconfirm, name="memory-reconfirm"),
     path("memories/<int:pk>/archive/", views.archive, name="memory-archive"),
+    path("memories/<int:pk>/unarchive/", views.unarchive, name="memory-unarchive"),
     path("memories/<int:pk>/redact/", views.redact, name="memory-redact"),
     path("memories/<int:pk>/erase/", views.erase_from_disk, name="memory-erase-from-disk"),
     path("inspect/", views.inspect, name="inspect"),

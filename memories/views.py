@@ -17,11 +17,12 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.text import Truncator
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -308,6 +309,30 @@ def _named_copies(request: HttpRequest, memory: Memory) -> list[Memory]:
     )
 
 
+def _back_to_queue(request: HttpRequest, memory: Memory) -> HttpResponse:
+    """Back to the page the form came from; on the queue, at the proposal that
+    followed the one just settled (its ``#proposal-N``), where the owner was
+    looking, rather than at the top of the page."""
+    target = _safe_next(request) or reverse("queue")
+    if target.split("?", 1)[0].split("#", 1)[0] == reverse("queue"):
+        following = (
+            Memory.objects.for_owner(request.user)
+            .pending()
+            .filter(
+                Q(created_at__gt=memory.created_at)
+                | Q(created_at=memory.created_at, pk__gt=memory.pk)
+            )
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if following is None:
+            pending = Memory.objects.for_owner(request.user).pending()
+            following = pending.values_list("pk", flat=True).last()
+        if following is not None:
+            target = f"{target.split('#', 1)[0]}#proposal-{following}"
+    return redirect(target)
+
+
 def _remember_undo(request: HttpRequest, memories: list[Memory]) -> None:
     request.session[UNDO_SESSION_KEY] = [memory.pk for memory in memories]
 
@@ -387,7 +412,7 @@ def confirm(request: HttpRequest, pk: int) -> HttpResponse:
                 request,
                 f"Confirmed {_quote(memory)} as the new version of #{replaces.pk}{also}",
             )
-    return _back(request, "queue")
+    return _back_to_queue(request, memory)
 
 
 def _count(items: list, one: str, many: str) -> str:
@@ -424,7 +449,7 @@ def reject(request: HttpRequest, pk: int) -> HttpResponse:
             messages.success(
                 request, f"Rejected {_quote(memory)} as a duplicate of #{duplicate_of.pk}"
             )
-    return _back(request, "queue")
+    return _back_to_queue(request, memory)
 
 
 @login_required
@@ -506,12 +531,12 @@ def restore(request: HttpRequest) -> HttpResponse:
 # --- memory browser ----------------------------------------------------------------
 
 
-def _filtered(owner, form: MemoryFilterForm):
+def _filtered(owner, form: MemoryFilterForm, *, by_status: bool = True):
     memories = Memory.objects.for_owner(owner)
     data = form.cleaned_data
     if data["q"]:
         memories = memories.matching(data["q"])
-    for name in ("status", "type", "source"):
+    for name in ("status", "type", "source") if by_status else ("type", "source"):
         if data[name]:
             memories = memories.filter(**{name: data[name]})
     if data["entity"]:
@@ -523,21 +548,52 @@ def _filtered(owner, form: MemoryFilterForm):
     return memories.order_by(*form.ordering())
 
 
+STATUS_ALL = "all"
+# The list's tabs, in the order an owner looks for them.
+_STATUS_TABS = [
+    (status, Memory.Status(status).label)
+    for status in ("active", "proposed", "archived", "superseded", "rejected", "redacted")
+]
+
+
 @login_required
 @owner_time_zone
 @require_GET
 def memory_list(request: HttpRequest) -> HttpResponse:
-    form = MemoryFilterForm(request.GET or None)
-    filtering = form.is_bound and any(
-        value for key, value in request.GET.items() if key not in ("page", "sort")
+    # One tab per status; without one the list shows the active memories, and
+    # the tab "All" (status=all) every memory in every state.
+    data = request.GET.copy()
+    tab = data.get("status") or Memory.Status.ACTIVE
+    data["status"] = "" if tab == STATUS_ALL else tab
+    form = MemoryFilterForm(data)
+    filtering = any(
+        value for key, value in request.GET.items() if key not in ("page", "sort", "status")
     )
     # Filters that do not validate are not applied, and the page says so rather
     # than counting every memory as a match.
-    invalid = form.is_bound and not form.is_valid()
-    if form.is_bound and not invalid:
+    invalid = not form.is_valid()
+    if not invalid:
         memories = _filtered(request.user, form)
+        counted = _filtered(request.user, form, by_status=False)
     else:
         memories = Memory.objects.for_owner(request.user).order_by("-created_at", "-id")
+        counted = Memory.objects.for_owner(request.user)
+    counts = {
+        row["status"]: row["n"]
+        for row in counted.order_by().values("status").annotate(n=Count("id"))
+    }
+    others = {key: value for key, value in request.GET.items() if key not in ("page", "status")}
+    tabs = [
+        {
+            "status": status,
+            "label": label,
+            "count": counts.get(status, 0),
+            "query": urlencode({**others, "status": status}),
+            "current": status == tab,
+        }
+        for status, label in [*_STATUS_TABS, (STATUS_ALL, "All")]
+    ]
+    tabs[-1]["count"] = sum(counts.values())
     page = Paginator(memories, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,
@@ -548,8 +604,12 @@ def memory_list(request: HttpRequest) -> HttpResponse:
             "memories": page.object_list,
             "filtering": filtering and not invalid,
             "invalid": invalid,
-            "search": form.cleaned_data.get("q", "") if form.is_bound and not invalid else "",
+            "search": form.cleaned_data.get("q", "") if not invalid else "",
             "add_form": MemoryAddForm(),
+            "tabs": tabs,
+            "tab": tab,
+            "tab_label": next((t["label"] for t in tabs if t["current"]), ""),
+            "total": tabs[-1]["count"],
         },
     )
 
@@ -739,11 +799,17 @@ def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
                 reason=data["reason"],
             )
         else:
+            # A version the owner wrote carries the owner's confidence and source.
+            owners = not memory.is_unchanged_by(
+                data["content"], type=data["type"], entities=data["entities"], about=about
+            )
             new = memory.edit(
                 data["content"],
                 type=data["type"],
                 entities=data["entities"],
                 about=about,
+                confidence=1.0 if owners else None,
+                source=Memory.Source.PAGE if owners else None,
                 actor=request.user,
                 via=VIA,
                 reason=data["reason"],
@@ -811,8 +877,47 @@ def archive(request: HttpRequest, pk: int) -> HttpResponse:
     except IllegalTransition as error:
         messages.error(request, error.message)
     else:
-        messages.success(request, f"Archived {_quote(memory)}: it will no longer be recalled.")
+        # The message carries an Undo button (templates/base.html: "unarchive").
+        messages.success(
+            request,
+            f"Archived {_quote(memory)}: it will no longer be recalled",
+            extra_tags="unarchive",
+        )
     return redirect("memory-detail", pk=memory.pk)
+
+
+@login_required
+@owner_time_zone
+@require_POST
+def unarchive(request: HttpRequest, pk: int) -> HttpResponse:
+    """Undo an archive: the memory is active (and recalled) again."""
+    memory = _owned(request, pk)
+    try:
+        memory.unarchive(actor=request.user, via=VIA, reason="Undo of the archive")
+    except IllegalTransition as error:
+        messages.error(request, error.message)
+    else:
+        messages.success(request, f"{_quote(memory)} is active again")
+    return redirect("memory-detail", pk=memory.pk)
+
+
+# At most this many other memories holding a redacted text are offered.
+SAME_TEXT_LIMIT = 50
+
+
+def _same_text(owner, memory: Memory, *, exclude: list[int]) -> list[Memory]:
+    """The owner's other memories (any status but redacted, rejected included,
+    outside this memory's chain) whose text is this one's or contains it."""
+    text = memory.content.strip()
+    if memory.status == Memory.Status.REDACTED or not text:
+        return []
+    return list(
+        Memory.objects.for_owner(owner)
+        .exclude(status=Memory.Status.REDACTED)
+        .exclude(pk__in=exclude)
+        .filter(content__icontains=text)
+        .order_by("-created_at", "-id")[:SAME_TEXT_LIMIT]
+    )
 
 
 @login_required
@@ -824,11 +929,16 @@ def redact(request: HttpRequest, pk: int) -> HttpResponse:
     memory = _owned(request, pk)
     form = RedactForm(request.POST or None)
     confirmed = request.method == "POST" and request.POST.get("confirmed") == "yes"
+    chain = Memory.objects.for_owner(request.user).chain(memory)
+    copies = _same_text(request.user, memory, exclude=[m.pk for m in chain])
     if confirmed and form.is_valid():
-        chain = form.cleaned_data["scope"] == "chain"
+        wanted = {int(raw) for raw in request.POST.getlist("also") if raw.isdigit()}
         try:
             result = memory.redact(
-                chain=chain, actor=request.user, via=VIA, reason=form.cleaned_data["reason"]
+                chain=form.cleaned_data["scope"] == "chain",
+                actor=request.user,
+                via=VIA,
+                reason=form.cleaned_data["reason"],
             )
         except IllegalTransition as error:
             messages.error(request, error.message)
@@ -836,13 +946,24 @@ def redact(request: HttpRequest, pk: int) -> HttpResponse:
         except RedactionRefused as refused:
             form.add_error("reason", refused.message)
         else:
+            also = []
+            for copy in copies:
+                if copy.pk not in wanted:
+                    continue
+                try:
+                    copy.redact(actor=request.user, via=VIA, reason=form.cleaned_data["reason"])
+                except (IllegalTransition, RedactionRefused) as error:
+                    messages.error(request, f"#{copy.pk}: {error.message}")
+                else:
+                    also.append(copy.pk)
             count = len(result.memory_ids)
             erased = f"{count} versions" if count > 1 else f"memory #{memory.pk}"
+            if also:
+                erased += " and " + ", ".join(f"#{pk}" for pk in also)
             messages.success(request, f"Redacted {erased}: the text is erased for good.")
             if request.POST.get("erase_from_disk") == "yes":
                 request_erase(owner=request.user, via=VIA)
             return redirect("memory-detail", pk=memory.pk)
-    chain = Memory.objects.for_owner(request.user).chain(memory)
     others = [m for m in chain if m.pk != memory.pk and m.status != Memory.Status.REDACTED]
     events = MemoryEvent.objects.filter(owner=request.user, memory__in=[m.pk for m in chain])
     reasons = {
@@ -861,6 +982,10 @@ def redact(request: HttpRequest, pk: int) -> HttpResponse:
             "reasons_here": reasons.get(memory.pk, 0),
             "reasons_in_chain": sum(reasons.get(m.pk, 0) for m in [memory, *others]),
             "redaction": _redactions(list(events.filter(memory=memory))).get(memory.pk),
+            "copies": copies,
+            "copies_checked": {int(raw) for raw in request.POST.getlist("also") if raw.isdigit()}
+            if request.method == "POST"
+            else {m.pk for m in copies},
         },
         status=status,
     )

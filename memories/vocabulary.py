@@ -19,6 +19,7 @@ SOURCE_SHORT_LABELS = {
     Memory.Source.API: "API",
     Memory.Source.CONSOLIDATION: "Consolidation",
     Memory.Source.IMPORT: "Import",
+    Memory.Source.PAGE: "Page",
 }
 
 

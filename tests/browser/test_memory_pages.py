@@ -64,12 +64,14 @@ def test_it_shows_home_and_the_memory_browser(page, live_server, owner):
     screenshot(page, "home")
 
     page.get_by_role("link", name="Memories", exact=True).click()
-    page.get_by_label("Status").select_option("active")
+    # The list opens on the active memories; the status is a tab.
+    expect(page.locator('[data-status-tab="active"]')).to_have_attribute("aria-current", "page")
     page.get_by_label("Entity").fill("lisbon")
     page.get_by_role("button", name="Apply filters").click()
     expect(page.locator(".memories-table tbody tr")).to_have_count(1)
     expect(page.locator(".memories-table")).to_contain_text("Olivia lives in Lisbon.")
     page.get_by_role("link", name="Clear").click()
+    page.locator('[data-status-tab="all"]').click()
     expect(page.locator(".memories-table tbody tr")).to_have_count(7)
     screenshot(page, "memory-list")
 
@@ -80,16 +82,15 @@ def test_it_shows_a_merge_and_archives_after_asking(page, live_server, owner):
     expect(page.get_by_label("Merged from 2 memories")).to_be_visible()
     expect(page.locator(".merge-source")).to_have_count(2)
 
-    page.get_by_role("button", name="Archive…").click()
-    dialog = page.get_by_role("dialog")
-    expect(dialog).to_contain_text("Archive this memory?")
-    dialog.get_by_role("button", name="Cancel").click()
-    expect(dialog).to_be_hidden()
+    page.get_by_role("link", name="Archive…").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Archive this memory?")
+    page.get_by_role("link", name="Keep it").click()
     merged.refresh_from_db()
     assert merged.status == Memory.Status.ACTIVE
 
-    page.get_by_role("button", name="Archive…").click()
-    page.get_by_role("dialog").get_by_role("button", name="Archive").click()
+    page.get_by_role("link", name="Archive…").click()
+    page.get_by_label("Reason (optional)").fill("no longer true")
+    page.get_by_role("button", name="Archive").click()
     expect(page.get_by_role("status")).to_contain_text("Archived")
     expect(page.locator(".notice")).to_contain_text("Archived: kept on record")
     screenshot(page, "chain-merge-archived")
@@ -110,7 +111,7 @@ def test_it_works_without_javascript(browser, live_server, owner):
     expect(page.get_by_role("heading", name="All caught up")).to_be_visible()
 
     page.goto(f"{live_server.url}/memories/{active.pk}/")
-    page.get_by_role("button", name="Archive…").click()
+    page.get_by_role("link", name="Archive…").click()
     expect(page.get_by_role("heading", name="Archive this memory?")).to_be_visible()
     page.get_by_label("Reason (optional)").fill("sold it")
     page.get_by_role("button", name="Archive", exact=True).click()

@@ -223,7 +223,7 @@ def test_it_edits_then_confirms_and_comes_back_to_the_next_proposal(page, live_s
     expect(page.get_by_role("status")).to_contain_text("Confirmed your edited version")
     expect(page.locator(f"#proposal-{second.pk}")).to_have_class(re.compile("is-current"))
     edited = Memory.objects.get(content="Olivia fact number zero, edited.")
-    assert (edited.confidence, edited.source) == (1.0, "remember")
+    assert (edited.confidence, edited.source) == (1.0, "page")
 
 
 def test_it_fits_the_first_proposal_near_the_top_of_a_phone(browser, live_server, owner):

@@ -85,7 +85,7 @@ def test_it_gives_the_owners_edit_the_owners_confidence_and_source(alice):
 
     proposal.refresh_from_db()
     assert proposal.status == Status.SUPERSEDED and proposal.superseded_by_id == new.pk
-    assert (new.status, new.confidence, new.source) == (Status.ACTIVE, 1.0, "remember")
+    assert (new.status, new.confidence, new.source) == (Status.ACTIVE, 1.0, "page")
     assert new.entity_refs == ["flights"]
     assert [e.action for e in new.events.order_by("id")] == [Action.VERSION, Action.CONFIRMED]
     assert new.events.get(action=Action.CONFIRMED).data == {

@@ -21,8 +21,10 @@ def test_it_lists_every_status_newest_first_and_only_the_owners(alice_client, al
     archived = make_memory(alice, "Archived fact.", status="archived")
     make_memory(bob, "Bob's fact.")
 
-    assert listed(alice_client) == [archived.pk, proposal.pk, old.pk]
-    body = alice_client.get(reverse("memory-list")).content.decode()
+    assert listed(alice_client, status="all") == [archived.pk, proposal.pk, old.pk]
+    # Without a status the list shows the active ones.
+    assert listed(alice_client) == [old.pk]
+    body = alice_client.get(reverse("memory-list"), {"status": "all"}).content.decode()
     assert reverse("memory-detail", args=[old.pk]) in body
     assert "Bob's fact." not in body
     assert "3 memories" in body
@@ -35,8 +37,8 @@ def test_it_filters_by_status_type_and_source(alice_client, alice):
     proposal = Memory.propose(alice, "A proposal.", "preference", source="extraction")
 
     assert listed(alice_client, status="active") == [preference.pk, fact.pk]
-    assert listed(alice_client, type="preference") == [proposal.pk, preference.pk]
-    assert listed(alice_client, source="extraction") == [proposal.pk]
+    assert listed(alice_client, status="all", type="preference") == [proposal.pk, preference.pk]
+    assert listed(alice_client, status="all", source="extraction") == [proposal.pk]
     assert listed(alice_client, status="active", type="preference") == [preference.pk]
 
 

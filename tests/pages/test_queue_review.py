@@ -169,7 +169,7 @@ def test_it_returns_to_the_queue_after_edit_then_confirm(alice_client, alice):
 
     assert response["Location"] == queue
     new = Memory.objects.get(pk=Memory.objects.get(pk=proposal.pk).superseded_by_id)
-    assert (new.content, new.confidence, new.source) == ("Prefers window seats.", 1.0, "remember")
+    assert (new.content, new.confidence, new.source) == ("Prefers window seats.", 1.0, "page")
     actions = list(MemoryEvent.objects.filter(memory=new).values_list("action", flat=True))
     assert actions == ["version", "confirmed"]
 
