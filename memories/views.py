@@ -931,6 +931,7 @@ def redact(request: HttpRequest, pk: int) -> HttpResponse:
     confirmed = request.method == "POST" and request.POST.get("confirmed") == "yes"
     chain = Memory.objects.for_owner(request.user).chain(memory)
     copies = _same_text(request.user, memory, exclude=[m.pk for m in chain])
+    text = memory.content.strip().casefold()
     if confirmed and form.is_valid():
         wanted = {int(raw) for raw in request.POST.getlist("also") if raw.isdigit()}
         try:
@@ -983,9 +984,11 @@ def redact(request: HttpRequest, pk: int) -> HttpResponse:
             "reasons_in_chain": sum(reasons.get(m.pk, 0) for m in [memory, *others]),
             "redaction": _redactions(list(events.filter(memory=memory))).get(memory.pk),
             "copies": copies,
+            # Ticked at first: the ones that say exactly the same thing (ignoring
+            # case); one that only contains the text is the owner's to tick.
             "copies_checked": {int(raw) for raw in request.POST.getlist("also") if raw.isdigit()}
             if request.method == "POST"
-            else {m.pk for m in copies},
+            else {m.pk for m in copies if m.content.strip().casefold() == text},
         },
         status=status,
     )

@@ -121,7 +121,9 @@ def test_redacting_offers_the_other_memories_with_the_same_text(sized, live_serv
         assert box["x"] < text["x"]
     screenshot(page, f"owner-walk-redact-{width}", full_page=True)
 
-    same.locator(f'input[value="{longer.pk}"]').uncheck()
+    # The same text is ticked; a longer one that contains it is the owner's to tick.
+    expect(same.locator(f'input[value="{copy.pk}"]')).to_be_checked()
+    expect(same.locator(f'input[value="{longer.pk}"]')).not_to_be_checked()
     page.get_by_label("Reason", exact=True).fill("a PIN, by mistake")
     page.get_by_role("button", name="Erase for good").click()
     expect(page.locator("[data-toasts]")).to_contain_text(f"and #{copy.pk}")

@@ -183,6 +183,7 @@ def test_the_redact_page_offers_the_other_memories_with_the_same_text(alice_clie
     assert offered == {rejected.pk, longer.pk}
     assert unrelated.pk not in offered and theirs.pk not in offered and gone.pk not in offered
     assert f'name="also" value="{rejected.pk}" checked'.encode() in response.content
+    assert f'name="also" value="{longer.pk}">'.encode() in response.content  # not ticked
 
     # Bob's id sent anyway is ignored: only what the page offered is redacted.
     response = alice_client.post(
