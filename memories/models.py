@@ -768,6 +768,7 @@ class Memory(models.Model):
         reason: str,
         event: str,
         confirm: bool = False,
+        by_owner: bool = False,
     ) -> Memory:
         with transaction.atomic():
             row = self._locked()
@@ -781,22 +782,37 @@ class Memory(models.Model):
             if confirm:
                 row.last_confirmed_at = now
                 fields.append("last_confirmed_at")
+            data = {"from": previous_status}
+            if by_owner:
+                fields += _take_as_owners(row, data)
             fields += _lifetime_change(row, previous_status, to_status, now)
             row.save(update_fields=fields)
-            row.log(event, actor=actor, via=via, reason=reason, data={"from": previous_status})
+            row.log(event, actor=actor, via=via, reason=reason, data=data)
         return self._refresh_from(row)
 
     def confirm(
-        self, *, actor=None, via: str = "api", reason: str = "", replaces: Memory | None = None
+        self,
+        *,
+        actor=None,
+        via: str = "api",
+        reason: str = "",
+        replaces: Memory | None = None,
+        by_owner: bool = False,
     ) -> Memory:
         """proposed → active; stamps last_confirmed_at.
 
         With ``replaces`` (an active memory of the same owner), the proposal is
         confirmed as that memory's new version, in one transaction: the old
         one becomes superseded and points to this one.
+
+        With ``by_owner`` (the owner confirming on the pages) it takes the
+        owner's confidence (1.0) and source (page); the event keeps the
+        proposal's (``proposed_confidence``, ``proposed_source``).
         """
         if replaces is not None:
-            return self._confirm_replacing(replaces, actor=actor, via=via, reason=reason)
+            return self._confirm_replacing(
+                replaces, actor=actor, via=via, reason=reason, by_owner=by_owner
+            )
         return self._change_status(
             "confirm",
             [Memory.Status.PROPOSED],
@@ -806,9 +822,12 @@ class Memory(models.Model):
             reason=reason,
             event=MemoryEvent.Action.CONFIRMED,
             confirm=True,
+            by_owner=by_owner,
         )
 
-    def _confirm_replacing(self, old: Memory, *, actor, via: str, reason: str) -> Memory:
+    def _confirm_replacing(
+        self, old: Memory, *, actor, via: str, reason: str, by_owner: bool = False
+    ) -> Memory:
         if old.pk == self.pk:
             raise ValueError("A memory cannot replace itself.")
         with transaction.atomic():
@@ -829,7 +848,9 @@ class Memory(models.Model):
             now = timezone.now()
             proposal.status = Memory.Status.ACTIVE
             proposal.last_confirmed_at = now
-            proposal.save(update_fields=["status", "last_confirmed_at"])
+            confirmed = {"from": Memory.Status.PROPOSED, "replaces": replaced.pk}
+            owners = _take_as_owners(proposal, confirmed) if by_owner else []
+            proposal.save(update_fields=["status", "last_confirmed_at", *owners])
             replaced.status = Memory.Status.SUPERSEDED
             replaced.superseded_by = proposal
             replaced.save(update_fields=["status", "superseded_by"])
@@ -838,7 +859,7 @@ class Memory(models.Model):
                 actor=actor,
                 via=via,
                 reason=reason,
-                data={"from": Memory.Status.PROPOSED, "replaces": replaced.pk},
+                data=confirmed,
             )
             replaced.log(
                 MemoryEvent.Action.SUPERSEDED,
@@ -878,7 +899,9 @@ class Memory(models.Model):
             if row.status != Memory.Status.PROPOSED:
                 raise IllegalTransition(row, "confirm")
             if row.is_unchanged_by(content, type=type, entities=entities, about=about):
-                return self.confirm(actor=actor, via=via, reason=reason, replaces=replaces)
+                return self.confirm(
+                    actor=actor, via=via, reason=reason, replaces=replaces, by_owner=True
+                )
             if replaces is not None:
                 replaced = replaces._locked()
                 if replaced.owner_id != row.owner_id:
@@ -1326,6 +1349,15 @@ def normalize_entities(entities: Iterable[str]) -> list[str]:
             seen.add(name.casefold())
             result.append(name)
     return result
+
+
+def _take_as_owners(row: Memory, data: dict) -> list[str]:
+    """The owner confirmed ``row`` on the pages: it takes the owner's confidence
+    and source, and ``data`` (its event's) keeps what the proposal had. The
+    fields changed (the database lets both change in place)."""
+    data["proposed_confidence"], data["proposed_source"] = row.confidence, row.source
+    row.confidence, row.source = 1.0, Memory.Source.PAGE
+    return ["confidence", "source"]
 
 
 def _lifetime_change(row: Memory, previous: str, status: str, now: datetime) -> list[str]:

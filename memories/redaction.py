@@ -137,6 +137,17 @@ def erase_copies(
     ``skip_events`` the redaction's own events.
     """
     ids = [memory.pk for memory in redacted]
+    # Extraction's conversations: a proposal confirmed on the pages took the
+    # source page, and its confirmed event keeps what it was proposed as.
+    sessions = {m.session_id for m in redacted if m.source == Memory.Source.EXTRACTION}
+    sessions.update(
+        MemoryEvent.objects.filter(
+            owner_id=owner_id,
+            memory__in=ids,
+            action=MemoryEvent.Action.CONFIRMED,
+            data__proposed_source=Memory.Source.EXTRACTION,
+        ).values_list("memory__session_id", flat=True)
+    )
     all_needles = needles_of([*texts.values(), *(e for names in entities.values() for e in names)])
     text_needles = needles_of(texts.values())
     tables = {Memory._meta.db_table}
@@ -173,7 +184,6 @@ def erase_copies(
     # The access log's query previews of searches that delivered it or quote it.
     tables.update(scrub_for_redaction(owner_id, ids, text_needles))
 
-    sessions = {m.session_id for m in redacted if m.source == Memory.Source.EXTRACTION}
     result.extraction_runs = _forget_extraction_runs(owner_id, sessions - {""})
     if result.extraction_runs:
         from django_q.models import Task

@@ -396,7 +396,7 @@ def confirm(request: HttpRequest, pk: int) -> HttpResponse:
     form = ReasonForm(request.POST)
     reason = form.cleaned_data["reason"] if form.is_valid() else ""
     try:
-        memory.confirm(actor=request.user, via=VIA, reason=reason, replaces=replaces)
+        memory.confirm(actor=request.user, via=VIA, reason=reason, replaces=replaces, by_owner=True)
     except IllegalTransition as error:
         messages.error(request, error.message)
     else:
@@ -480,7 +480,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
     for memory in memories:
         try:
             if action == "confirm":
-                memory.confirm(actor=request.user, via=VIA, reason=reason)
+                memory.confirm(actor=request.user, via=VIA, reason=reason, by_owner=True)
             else:
                 memory.reject(actor=request.user, via=VIA, reason=reason)
         except IllegalTransition as error:
@@ -984,6 +984,11 @@ def redact(request: HttpRequest, pk: int) -> HttpResponse:
             "reasons_in_chain": sum(reasons.get(m.pk, 0) for m in [memory, *others]),
             "redaction": _redactions(list(events.filter(memory=memory))).get(memory.pk),
             "copies": copies,
+            "from_extraction": memory.source == Memory.Source.EXTRACTION
+            or memory.events.filter(
+                action=MemoryEvent.Action.CONFIRMED,
+                data__proposed_source=Memory.Source.EXTRACTION,
+            ).exists(),
             # Ticked at first: the ones that say exactly the same thing (ignoring
             # case); one that only contains the text is the owner's to tick.
             "copies_checked": {int(raw) for raw in request.POST.getlist("also") if raw.isdigit()}

@@ -185,7 +185,7 @@ def test_it_refuses_rewriting_a_memory_in_place(alice, bob):
     [
         (Status.REJECTED, Status.ACTIVE),
         (Status.REJECTED, Status.ARCHIVED),
-        (Status.ARCHIVED, Status.ACTIVE),
+        # archived → active is the Undo of an archive (Memory.unarchive, memories 0026).
         (Status.ARCHIVED, Status.PROPOSED),
         (Status.ACTIVE, Status.PROPOSED),
         (Status.ACTIVE, Status.REJECTED),

@@ -62,9 +62,28 @@ def test_edit_then_confirm_carries_the_owners_confidence_and_source(alice_client
     assert "Written or confirmed by the owner on the pages" in page
 
 
-def test_a_plain_confirm_keeps_the_proposals_fields(alice_client, alice):
+def test_a_confirm_on_the_pages_takes_the_owners_confidence_and_source(alice_client, alice):
     proposal = propose(alice, "Prefers aisle seats.")
     alice_client.post(reverse("memory-confirm", args=[proposal.pk]))
+    proposal.refresh_from_db()
+    assert (proposal.status, proposal.confidence, proposal.source) == ("active", 1.0, "page")
+    event = proposal.events.last()
+    assert (event.data["proposed_confidence"], event.data["proposed_source"]) == (0.6, "api")
+
+    # So does a bulk confirm, and a confirm as the new version of an active memory.
+    several = [propose(alice, f"Alice fact {n} holds") for n in range(2)]
+    alice_client.post(reverse("queue-bulk"), {"action": "confirm", "ids": [m.pk for m in several]})
+    old = make_memory(alice, "Lives in Porto.")
+    update = propose(alice, "Lives in Lisbon.")
+    alice_client.post(reverse("memory-confirm", args=[update.pk]), {"replaces": old.pk})
+    for memory in [*several, update]:
+        memory.refresh_from_db()
+        assert (memory.status, memory.confidence, memory.source) == ("active", 1.0, "page")
+
+
+def test_a_confirm_through_the_api_keeps_the_proposals_fields(alice):
+    proposal = propose(alice, "Prefers aisle seats.")
+    proposal.confirm(actor=alice, via="api")
     proposal.refresh_from_db()
     assert (proposal.status, proposal.confidence, proposal.source) == ("active", 0.6, "api")
 
@@ -206,3 +225,39 @@ def test_the_redact_page_offers_the_other_memories_with_the_same_text(alice_clie
     ]
     event = MemoryEvent.objects.get(memory=rejected, action="redacted")
     assert (event.reason, event.via) == ("a PIN, by mistake", "page")
+
+
+def test_redacting_a_confirmed_proposal_of_extraction_forgets_its_conversation(alice_client, alice):
+    """Confirmed on the pages it has source page; its conversation is still found."""
+    from uuid import uuid4
+
+    from django.utils import timezone
+    from django_q.models import Task
+
+    from memories.redaction import EXTRACTION_TASK
+
+    proposal = Memory.propose(
+        alice, "Alice's PIN is 4417", Memory.Type.SEMANTIC, source="extraction", session_id="c-1"
+    )
+    now = timezone.now()
+    Task.objects.create(
+        id=uuid4().hex,
+        name="run",
+        func=EXTRACTION_TASK,
+        args=(alice.pk, "c-1", "turn_end", [{"role": "user", "content": "PIN 4417"}]),
+        started=now,
+        stopped=now,
+        success=True,
+    )
+    alice_client.post(reverse("memory-confirm", args=[proposal.pk]))
+    proposal.refresh_from_db()
+    assert proposal.source == "page"
+    page = alice_client.get(reverse("memory-redact", args=[proposal.pk]))
+    assert b"The record of the extraction run that proposed it" in page.content
+
+    alice_client.post(
+        reverse("memory-redact", args=[proposal.pk]),
+        {"confirmed": "yes", "scope": "version", "reason": "a PIN"},
+    )
+    assert Memory.objects.get(pk=proposal.pk).status == "redacted"
+    assert not Task.objects.filter(func=EXTRACTION_TASK).exists()
