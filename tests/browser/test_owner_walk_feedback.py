@@ -66,6 +66,13 @@ def test_a_queue_action_shows_its_feedback_and_undo_where_the_owner_is(sized, li
     )
     assert Memory.objects.get(pk=proposals[6].pk).status == Memory.Status.PROPOSED
 
+    # Confirmed by the owner: the owner's confidence and source on its page.
+    page.locator(f"#proposal-{proposals[7].pk}").get_by_role("button", name="Confirm").click()
+    expect(page.locator("[data-toasts]")).to_contain_text("Confirmed “Olivia's fact number 8")
+    page.goto(f"{live_server.url}/memories/{proposals[7].pk}/")
+    expect(page.locator("main")).to_contain_text("Written or confirmed by the owner on the pages")
+    expect(page.locator("main")).to_contain_text("1.00")
+
 
 def test_the_list_opens_on_active_memories_and_an_archive_can_be_undone(sized, live_server, owner):
     width, page = sized
