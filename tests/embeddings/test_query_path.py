@@ -162,15 +162,6 @@ def test_a_bulk_job_runs_one_small_batch_per_thread_with_the_same_vectors(minilm
 
 
 @pytest.mark.slow
-def test_it_keeps_torch_to_the_configured_threads(minilm):
-    torch = pytest.importorskip("torch", reason="PyTorch is optional: requirements-torch.txt")
-
-    provider = LocalEmbeddingProvider(minilm, batch_size=8, runtime="torch", threads=1)
-    provider.warm_up()
-    assert torch.get_num_threads() == 1
-
-
-@pytest.mark.slow
 def test_it_encodes_queries_that_wait_together_in_one_pass(minilm, settings):
     provider = LocalEmbeddingProvider(
         minilm, batch_size=64, runtime="onnx", export_dir=Path(settings.DATA_DIR) / "models"
