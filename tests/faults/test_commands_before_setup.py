@@ -22,6 +22,8 @@ COMMANDS_NEEDING_THE_SCHEMA = [
     ["export_memories", "--owner", "owner"],
     ["reembed", "--missing-only"],
     ["consolidate"],
+    ["redact", "1", "--owner", "owner", "--reason", "a test"],
+    ["find_entities"],
 ]
 
 

@@ -13,15 +13,15 @@ rewritten, and the WAL that held it is retired.
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from memories.disk_erase import request_erase, run
-from memories.management.base import owner_by_username
+from memories.management.base import SchemaCommand, owner_by_username
 from memories.models import IllegalTransition, Memory, RedactionRefused
 from memories.redaction import vacuum
 
 
-class Command(BaseCommand):
+class Command(SchemaCommand):
     help = "Erase what a memory (or, with --chain, every version of its chain) said, for good."
 
     def add_arguments(self, parser) -> None:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
-from memories.management.base import owner_by_username
+from memories.management.base import SchemaCommand, owner_by_username
 from memories.models import Memory
 from retrieval.entities import fill_missing_entities
 
 
-class Command(BaseCommand):
+class Command(SchemaCommand):
     help = (
         "Find entities for every memory that has none (written before the store found them "
         "by itself): names the owner's memories already carry, and proper nouns."
