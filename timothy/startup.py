@@ -8,7 +8,9 @@ file written, no server started. ``manage.py`` (and so `make run`) calls
 - ``prepare_data_dir``: the data folder exists, and so do the generated secret
   key (when ``SECRET_KEY`` is not set) and the folder ``collectstatic`` fills;
 - ``timothy.database.ensure_running``: the embedded PostgreSQL runs, for every
-  command but those that need no database (``COMMANDS_WITHOUT_DATABASE``).
+  command but those that need no database (``COMMANDS_WITHOUT_DATABASE``, and
+  any command asked for its help: ``-h``, ``--help``, ``help``); ``check``
+  starts it only when told to check a database (``--database``).
 """
 
 from __future__ import annotations
@@ -81,10 +83,31 @@ def _has_secret_key(settings) -> bool:
         return False
 
 
+# Options that make any command print its help and stop.
+HELP_OPTIONS = frozenset({"-h", "--help"})
+
+
+def asks_for_help(options: list[str]) -> bool:
+    """Whether a command's ``options`` ask for its help (as argparse reads them:
+    anywhere before a ``--``)."""
+    for option in options:
+        if option == "--":
+            return False
+        if option in HELP_OPTIONS:
+            return True
+    return False
+
+
 def needs_database(argv: list[str]) -> bool:
     """Whether the manage.py command in ``argv`` may connect to the database."""
     command = argv[1] if len(argv) > 1 else "help"
-    return not command.startswith("-") and command not in COMMANDS_WITHOUT_DATABASE
+    options = argv[2:]
+    if command.startswith("-") or asks_for_help(options):
+        return False
+    if command == "check":
+        # Database checks run only when named (`check --database default`).
+        return any(option.split("=", 1)[0] == "--database" for option in options)
+    return command not in COMMANDS_WITHOUT_DATABASE
 
 
 def prepare(argv: list[str]) -> None:
