@@ -9,9 +9,11 @@ what fires on a write to ``memories_memory``):
 - two indexes on the memory table: the HNSW graph (defined once, in
   ``Memory.Meta.indexes``) and the covering index of the vector leg's exact scan.
 
-``rebuild(owner=None)`` recounts the derived tables from the memories, for one
-owner or all (``manage.py rebuild_retrieval_index``), and builds the
-postings' key if it is missing. ``pause()`` and ``resume()`` bracket a bulk
+``INSTALLED_FUNCTIONS`` and ``trigger_create_sql()`` write out the functions and
+triggers as the latest migration installs them (the migrations keep frozen
+copies of their own). ``rebuild(owner=None)`` recounts the derived tables from
+the memories, for one owner or all (``manage.py rebuild_retrieval_index``), and
+builds the postings' key if it is missing. ``pause()`` and ``resume()`` bracket a bulk
 load: the triggers off, the postings' key and the graph dropped, then
 everything built once over the finished table. ``check()`` reports a part
 that is missing, switched off or inconsistent with the memories on a sample
@@ -134,6 +136,270 @@ FUNCTIONS = tuple(
         + [COMPACT_FUNCTION]
     )
 )
+
+
+# --- the SQL installed ---------------------------------------------------------------
+#
+# The functions and triggers above as the database has them after the latest
+# migration, in one place. The migrations that installed them (retrieval 0002-0008)
+# keep their own frozen copies; a migration that changes one writes the new
+# version here and a frozen copy of it into itself. ``check()`` compares each
+# installed function's body with the one here (retrieval.W005).
+
+# The postings of the rows called m (active ones only, as the callers choose):
+# one per lexeme (kind 'l') and one per lower-cased entity name (kind 'e').
+_POSTINGS_OF = """
+    SELECT m.owner_id, 'l' AS kind, t.lexeme AS term, m.id AS memory_id,
+           coalesce(array_length(t.positions, 1), 1) AS frequency, length(m.tsv) AS length,
+           m.type, m.created_at, m.last_confirmed_at
+    FROM {rows} AS m CROSS JOIN LATERAL unnest(m.tsv) AS t
+    UNION ALL
+    SELECT DISTINCT m.owner_id, 'e', lower(ref), m.id, 1, 0, m.type, m.created_at,
+           m.last_confirmed_at
+    FROM {rows} AS m CROSS JOIN LATERAL unnest(m.entity_refs) AS ref
+    WHERE ref <> ''
+"""
+_POSTING_COLUMNS = (
+    "owner_id, kind, term, memory_id, frequency, length, type, created_at, last_confirmed_at"
+)
+_POSTINGS_INDEXED = "id, owner_id, tsv, entity_refs, type, created_at, last_confirmed_at"
+# The active versions an UPDATE removed (sign <) or brought (sign >). A row whose
+# indexed columns are the same before and after (a last_retrieved_at stamp)
+# cancels out. Grouped rather than joined on id: PL/pgSQL would keep a plan made
+# for one row for the next statement's ten thousand.
+_CHANGED = f"""
+    (SELECT {_POSTINGS_INDEXED} FROM (
+        SELECT {_POSTINGS_INDEXED}, -1 AS side FROM old_rows WHERE status = 'active'
+        UNION ALL
+        SELECT {_POSTINGS_INDEXED}, 1 FROM new_rows WHERE status = 'active'
+    ) AS versions GROUP BY {_POSTINGS_INDEXED} HAVING sum(side) {{sign}} 0)
+"""
+_INSERT_POSTINGS_OF = f"INSERT INTO {POSTING_TABLE} ({_POSTING_COLUMNS}) {_POSTINGS_OF}"
+_DELETE_LEAVING_POSTINGS = f"""
+    DELETE FROM {POSTING_TABLE} AS p
+    USING ({_POSTINGS_OF.format(rows=_CHANGED.format(sign="<"))}) AS leaving
+    WHERE (p.owner_id, p.kind, p.term, p.memory_id)
+          = (leaving.owner_id, leaving.kind, leaving.term, leaving.memory_id)
+"""
+_ENTITIES_OF = """
+    INSERT INTO retrieval_ownerentity (owner_id, key, memories)
+    SELECT owner_id, key, count(*)
+    FROM (
+        SELECT DISTINCT m.id, m.owner_id, lower(ref) AS key
+        FROM {rows} AS m CROSS JOIN LATERAL unnest(m.entity_refs) AS ref
+        WHERE ref <> ''
+    ) AS named
+    GROUP BY owner_id, key
+"""
+_CORPUS_OF = """
+    INSERT INTO retrieval_ownercorpuschange (owner_id, documents, total_length)
+    SELECT owner_id, count(*), coalesce(sum(length(tsv)), 0)
+    FROM {rows} AS m
+    GROUP BY owner_id
+"""
+_ACTIVE = f"(SELECT * FROM {MEMORY_TABLE} WHERE status = 'active')"
+_OWNERS_ACTIVE = f"(SELECT * FROM {MEMORY_TABLE} WHERE status = 'active' AND owner_id = for_owner)"
+
+
+def _rebuild_body(table: str, rows_of: str) -> str:
+    # Two branches rather than "for_owner IS NULL OR ...": the whole rebuild keeps
+    # its plan, and one owner's is an index range, whatever plan PL/pgSQL caches.
+    return f"""
+BEGIN
+    IF for_owner IS NULL THEN
+        DELETE FROM {table};
+        {rows_of.format(rows=_ACTIVE)};
+    ELSE
+        DELETE FROM {table} WHERE owner_id = for_owner;
+        {rows_of.format(rows=_OWNERS_ACTIVE)};
+    END IF;
+END
+"""
+
+
+@dataclass(frozen=True)
+class Function:
+    signature: str  # name and arguments, as CREATE FUNCTION takes them
+    returns: str
+    language: str
+    body: str  # what goes between the $$ quotes
+
+    @property
+    def name(self) -> str:
+        return self.signature.split("(", 1)[0]
+
+    def create_sql(self) -> str:
+        return (
+            f"CREATE OR REPLACE FUNCTION {self.signature} RETURNS {self.returns} "
+            f"LANGUAGE {self.language} AS $${self.body}$$;"
+        )
+
+
+INSTALLED_FUNCTIONS = (
+    # EXECUTE plans each statement for its own transition tables.
+    Function(
+        "timothy_index_postings()",
+        "trigger",
+        "plpgsql",
+        f"""
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        EXECUTE $sql$
+            {_INSERT_POSTINGS_OF.format(rows="(SELECT * FROM new_rows WHERE status = 'active')")}
+        $sql$;
+    ELSE
+        EXECUTE $sql$ {_DELETE_LEAVING_POSTINGS} $sql$;
+        EXECUTE $sql$ {_INSERT_POSTINGS_OF.format(rows=_CHANGED.format(sign=">"))} $sql$;
+    END IF;
+    RETURN NULL;
+END
+""",
+    ),
+    # Keys are lower(name), once per memory, empty names left out; a key no
+    # active memory names any more keeps its row with a count of 0.
+    Function(
+        "timothy_count_owner_entities()",
+        "trigger",
+        "plpgsql",
+        """
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        -- In (owner, key) order, so that concurrent writers lock the same rows in
+        -- the same order.
+        INSERT INTO retrieval_ownerentity AS e (owner_id, key, memories)
+        SELECT owner_id, key, count(*)
+        FROM (
+            SELECT DISTINCT n.id, n.owner_id, lower(ref) AS key
+            FROM new_rows AS n CROSS JOIN LATERAL unnest(n.entity_refs) AS ref
+            WHERE n.status = 'active' AND ref <> ''
+        ) AS named
+        GROUP BY owner_id, key
+        ORDER BY owner_id, key
+        ON CONFLICT (owner_id, key) DO UPDATE SET memories = e.memories + excluded.memories;
+    ELSE
+        -- Only active versions count. A row whose owner and refs are the same
+        -- before and after (an active row that only got a new last_retrieved_at,
+        -- say) cancels out; what is left are the leaving (-1) and arriving (+1)
+        -- versions of the rows that changed. Grouped rather than joined on id:
+        -- PL/pgSQL keeps the plan made for the first statement's transition
+        -- tables, and a nested loop planned for one row would go quadratic on the
+        -- next statement that updates ten thousand.
+        WITH changed AS (
+            SELECT id, owner_id, entity_refs, sum(side) AS side
+            FROM (
+                SELECT id, owner_id, entity_refs, -1 AS side
+                FROM old_rows WHERE status = 'active'
+                UNION ALL
+                SELECT id, owner_id, entity_refs, 1
+                FROM new_rows WHERE status = 'active'
+            ) AS versions
+            GROUP BY id, owner_id, entity_refs
+            HAVING sum(side) <> 0
+        ), named AS (
+            SELECT DISTINCT c.id, c.side, c.owner_id, lower(ref) AS key
+            FROM changed AS c CROSS JOIN LATERAL unnest(c.entity_refs) AS ref
+            WHERE ref <> ''
+        ), net AS (
+            SELECT owner_id, key, sum(side)::int AS change
+            FROM named GROUP BY owner_id, key HAVING sum(side) <> 0
+        )
+        INSERT INTO retrieval_ownerentity AS e (owner_id, key, memories)
+        SELECT owner_id, key, change FROM net
+        -- Like 0002, a decrement only touches a key that is in the dictionary.
+        WHERE change > 0 OR EXISTS (
+            SELECT 1 FROM retrieval_ownerentity AS d
+            WHERE d.owner_id = net.owner_id AND d.key = net.key
+        )
+        ORDER BY owner_id, key
+        ON CONFLICT (owner_id, key) DO UPDATE SET memories = e.memories + excluded.memories;
+    END IF;
+    RETURN NULL;
+END
+""",
+    ),
+    # Appended, never updated: concurrent writers never wait on these rows.
+    Function(
+        "timothy_count_owner_corpus()",
+        "trigger",
+        "plpgsql",
+        """
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO retrieval_ownercorpuschange (owner_id, documents, total_length)
+        SELECT owner_id, count(*), coalesce(sum(length(tsv)), 0)
+        FROM new_rows WHERE status = 'active'
+        GROUP BY owner_id;
+    ELSE
+        INSERT INTO retrieval_ownercorpuschange (owner_id, documents, total_length)
+        SELECT owner_id, sum(side), coalesce(sum(side * length(tsv)), 0)
+        FROM (
+            SELECT owner_id, tsv, -1 AS side FROM old_rows WHERE status = 'active'
+            UNION ALL
+            SELECT owner_id, tsv, 1 FROM new_rows WHERE status = 'active'
+        ) AS versions
+        GROUP BY owner_id
+        HAVING sum(side) <> 0 OR sum(side * length(tsv)) <> 0;
+    END IF;
+    RETURN NULL;
+END
+""",
+    ),
+    # One row per owner. Only rows committed before it starts are folded.
+    Function(
+        "timothy_compact_owner_corpus()",
+        "void",
+        "sql",
+        """
+    WITH folded AS (
+        DELETE FROM retrieval_ownercorpuschange
+        RETURNING owner_id, documents, total_length
+    )
+    INSERT INTO retrieval_ownercorpuschange (owner_id, documents, total_length)
+    SELECT owner_id, sum(documents), sum(total_length)
+    FROM folded
+    GROUP BY owner_id
+    HAVING sum(documents) <> 0 OR sum(total_length) <> 0;
+""",
+    ),
+    Function(
+        "timothy_rebuild_postings(for_owner bigint DEFAULT NULL)",
+        "void",
+        "plpgsql",
+        _rebuild_body(POSTING_TABLE, _INSERT_POSTINGS_OF),
+    ),
+    Function(
+        "timothy_rebuild_owner_entities(for_owner bigint DEFAULT NULL)",
+        "void",
+        "plpgsql",
+        _rebuild_body("retrieval_ownerentity", _ENTITIES_OF),
+    ),
+    Function(
+        "timothy_rebuild_owner_corpus(for_owner bigint DEFAULT NULL)",
+        "void",
+        "plpgsql",
+        _rebuild_body("retrieval_ownercorpuschange", _CORPUS_OF),
+    ),
+)
+
+
+def trigger_create_sql(trigger: Trigger) -> str:
+    """``CREATE TRIGGER`` for one of ``TRIGGERS``: after each statement, with its
+    transition tables (an UPDATE sees the rows before and after)."""
+    tables = (
+        "NEW TABLE AS new_rows"
+        if trigger.event == "INSERT"
+        else "OLD TABLE AS old_rows NEW TABLE AS new_rows"
+    )
+    return (
+        f"CREATE TRIGGER {trigger.name} AFTER {trigger.event} ON {MEMORY_TABLE} "
+        f"REFERENCING {tables} FOR EACH STATEMENT EXECUTE FUNCTION {trigger.function}();"
+    )
+
+
+def normalized_sql(text: str) -> str:
+    """SQL with every run of white space made one space: what check() compares."""
+    return " ".join(text.split())
+
 
 # A bulk load pauses the graph when it brings at least this share of the
 # vectors the index will hold, and at least this many: a live insert cost
@@ -500,6 +766,7 @@ def _missing_parts(cursor) -> list[checks.CheckMessage]:
                     "E002", f"The retrieval index function {function}() is missing.", MIGRATE_HINT
                 )
             )
+    problems.extend(_changed_functions(cursor))
     cursor.execute(
         "SELECT t.tgname, t.tgenabled, p.proname FROM pg_trigger t "
         "JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass(%s)",
@@ -565,6 +832,29 @@ def _missing_parts(cursor) -> list[checks.CheckMessage]:
             )
         )
     return problems
+
+
+def _changed_functions(cursor) -> list[checks.CheckMessage]:
+    """A warning for each installed function whose body is not the one
+    ``INSTALLED_FUNCTIONS`` holds (white space aside)."""
+    cursor.execute(
+        "SELECT proname, prosrc FROM pg_proc "
+        "WHERE proname = ANY(%s) AND pg_function_is_visible(oid)",
+        [[function.name for function in INSTALLED_FUNCTIONS]],
+    )
+    bodies: dict[str, list[str]] = {}
+    for name, source in cursor.fetchall():
+        bodies.setdefault(name, []).append(normalized_sql(source))
+    return [
+        checks.Warning(
+            f"The retrieval index function {function.name}() in the database is not the "
+            "one this version defines (retrieval/index.py), so what it writes may differ.",
+            hint=MIGRATE_HINT,
+            id="retrieval.W005",
+        )
+        for function in INSTALLED_FUNCTIONS
+        if function.name in bodies and normalized_sql(function.body) not in bodies[function.name]
+    ]
 
 
 def _inconsistencies(cursor, sample: int) -> list[checks.CheckMessage]:

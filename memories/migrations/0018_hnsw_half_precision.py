@@ -7,8 +7,9 @@ over the 900,000 active vectors of 1M memories, 1,004 MB built in 546–594 s
 against 1,758 MB in 625 s (docs/benchmarks.md). The column keeps its float32 vectors.
 
 The graph is rebuilt here the way a bulk load rebuilds it (dropped, then
-built by ``retrieval.index.resume_vector_index``: sized and parallel, for the
-dimension the column holds). Going back builds the float32 graph of 0004.
+built sized and parallel, for the dimension the column holds, as
+``retrieval.index.resume_vector_index`` built it then: frozen in
+``_frozen_vector_index``). Going back builds the float32 graph of 0004.
 """
 
 import django.contrib.postgres.indexes
@@ -18,24 +19,25 @@ import pgvector.django.indexes
 from django.conf import settings
 from django.db import migrations, models
 
+from memories.migrations import _frozen_vector_index as frozen
+
 INDEX = "memory_embedding_hnsw"
 
 
 def half_precision(apps, schema_editor) -> None:
-    from retrieval.index import pause_vector_index, resume_vector_index
-
-    pause_vector_index()
-    resume_vector_index()
+    connection = schema_editor.connection
+    frozen.pause_vector_index(connection)
+    frozen.resume_vector_index(
+        connection, ef_construction=128, default_dimensions=settings.EMBEDDING_DIMENSIONS
+    )
 
 
 def full_precision(apps, schema_editor) -> None:
-    from retrieval.index import build_settings
-
     with schema_editor.connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM memories_memory WHERE status = 'active' AND embedding IS NOT NULL"
         )
-        for name, value in build_settings(cursor.fetchone()[0]).items():
+        for name, value in frozen.build_settings(cursor.fetchone()[0]).items():
             cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
         cursor.execute(f"DROP INDEX IF EXISTS {INDEX}")
         cursor.execute(

@@ -7,9 +7,10 @@ runs, and the vector leg's walk finds the same share of the exact nearest
 (docs/consolidation.md). It builds a quarter faster: 90,000 vectors in
 38.6-41.4 s against 47.7-57.2 s, alternating (docs/benchmarks.md).
 
-The graph is rebuilt the way a bulk load rebuilds it (dropped, then built by
-``retrieval.index.resume_vector_index``: sized and parallel, for the dimension
-the column holds). Going back rebuilds it with 128.
+The graph is rebuilt the way a bulk load rebuilds it (dropped, then built
+sized and parallel, for the dimension the column holds, as
+``retrieval.index.resume_vector_index`` built it then: frozen in
+``_frozen_vector_index``). Going back rebuilds it with 128.
 """
 
 import django.contrib.postgres.indexes
@@ -19,23 +20,24 @@ import pgvector.django.indexes
 from django.conf import settings
 from django.db import migrations, models
 
+from memories.migrations import _frozen_vector_index as frozen
+
 INDEX = "memory_embedding_hnsw"
 
 
 def rebuild_graph(apps, schema_editor) -> None:
-    from retrieval.index import pause_vector_index, resume_vector_index
-
-    pause_vector_index()
-    resume_vector_index()
+    connection = schema_editor.connection
+    frozen.pause_vector_index(connection)
+    frozen.resume_vector_index(
+        connection, ef_construction=96, default_dimensions=settings.EMBEDDING_DIMENSIONS
+    )
 
 
 def rebuild_graph_at_128(apps, schema_editor) -> None:
-    from retrieval.embeddings import column_dimensions
-    from retrieval.index import _rows_to_index, build_settings
-
-    dimensions = column_dimensions() or settings.EMBEDDING_DIMENSIONS
-    with schema_editor.connection.cursor() as cursor:
-        for name, value in build_settings(_rows_to_index(cursor)).items():
+    connection = schema_editor.connection
+    dimensions = frozen.column_dimensions(connection) or settings.EMBEDDING_DIMENSIONS
+    with connection.cursor() as cursor:
+        for name, value in frozen.build_settings(frozen.rows_to_index(cursor)).items():
             cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
         cursor.execute(f"DROP INDEX IF EXISTS {INDEX}")
         cursor.execute(

@@ -9,7 +9,7 @@ vectors, so it returns what it returned before (``retrieval.legs``).
 
 Adding the column rewrites the table, and every index with it: the graph is
 dropped first and built once afterwards, sized and parallel, as a bulk load
-builds it (``retrieval.index``). Going back drops the column and builds the
+built it then (``retrieval.index``, frozen in ``_frozen_vector_index``). Going back drops the column and builds the
 float32 covering index of retrieval 0005 again.
 """
 
@@ -18,23 +18,24 @@ import pgvector.django.halfvec
 from django.conf import settings
 from django.db import migrations, models
 
+from memories.migrations import _frozen_vector_index as frozen
+
 COVERING_INDEX = "memory_active_embeddings"
 
 
 def add_half_precision_copy(apps, schema_editor) -> None:
-    from retrieval.embeddings import column_dimensions
-    from retrieval.index import add_half_precision_scan, pause_vector_index, resume_vector_index
-
-    paused = pause_vector_index()
-    add_half_precision_scan(column_dimensions() or settings.EMBEDDING_DIMENSIONS)
+    connection = schema_editor.connection
+    dimensions = frozen.column_dimensions(connection) or settings.EMBEDDING_DIMENSIONS
+    paused = frozen.pause_vector_index(connection)
+    frozen.add_half_precision_scan(connection, dimensions)
     if paused:
-        resume_vector_index()
+        frozen.resume_vector_index(
+            connection, ef_construction=96, default_dimensions=settings.EMBEDDING_DIMENSIONS
+        )
 
 
 def drop_half_precision_copy(apps, schema_editor) -> None:
-    from retrieval.index import drop_half_precision_scan
-
-    drop_half_precision_scan()
+    frozen.drop_half_precision_scan(schema_editor.connection)
     schema_editor.execute(
         f"CREATE INDEX {COVERING_INDEX} ON memories_memory (owner_id, created_at) "
         "INCLUDE (id, type, embedding) WHERE status = 'active' AND embedding IS NOT NULL"
