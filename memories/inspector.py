@@ -208,7 +208,9 @@ def _freshness_bars(items: Sequence[ScoredMemory]) -> list[list[Bar]]:
     bars = []
     for item in items:
         parts = item.parts
-        relevance = RELEVANCE_WEIGHT * _number(parts.get("relevance_norm"))
+        # Without embeddings the BM25 order stands alone: relevance is the whole score.
+        blended = "freshness_norm" in parts
+        relevance = (RELEVANCE_WEIGHT if blended else 1.0) * _number(parts.get("relevance_norm"))
         fresh = FRESHNESS_WEIGHT * _number(parts.get("freshness_norm"))
         cosine = parts.get("cosine")
         bars.append(
@@ -235,7 +237,8 @@ def _freshness_bars(items: Sequence[ScoredMemory]) -> list[list[Bar]]:
                             (
                                 "bar-relevance",
                                 _width(relevance, 1.0),
-                                f"{RELEVANCE_WEIGHT:g} × relevance {relevance:.3f}",
+                                (f"{RELEVANCE_WEIGHT:g} × " if blended else "")
+                                + f"relevance {relevance:.3f}",
                             ),
                             (
                                 "bar-freshness",
@@ -581,7 +584,7 @@ def legend(pipeline: str, profile_name: str = "default") -> list[LegendEntry]:
                 LegendEntry(
                     "Type weight", _type_list(lambda type_profile: f"{type_profile.weight:g}") + "."
                 ),
-                LegendEntry("Cut", f"A score below {profile.min_score:g} is left out."),
+                LegendEntry("Cut", f"A score of {profile.min_score:g} or below is left out."),
             ]
         low, high = profile.semantic_gate or (0.0, 0.0)
         entries = [

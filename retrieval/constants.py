@@ -35,6 +35,14 @@ ZSCORE_MIN_REFERENCE = 5
 TS_RANK = "ts_rank"
 BM25 = "bm25"
 
+# How the entity leg finds the names a query names. "words" (ours): whole
+# words, any case, every word-bounded stretch of the query up to
+# ENTITY_MAX_CHARS ("Ann" is in "Ann's", not in "annual"). "substring" (seed
+# 000): any name that occurs anywhere in the query, position(lower(name) IN
+# lower(query)), whatever its length ("Ann" is in "annual" too).
+ENTITY_WORDS = "words"
+ENTITY_SUBSTRING = "substring"
+
 
 @dataclass(frozen=True)
 class FusionProfile:
@@ -55,6 +63,8 @@ class FusionProfile:
     type_weights: bool = False
     # Scores at or below this are cut: returning nothing beats returning noise.
     min_score: float = 0.0
+    # "words" or "substring" (ENTITY_WORDS, ENTITY_SUBSTRING above).
+    entity_match: str = ENTITY_WORDS
     # Candidates scoring less than this share of the best one are cut (0: none).
     relative_cut: float = 0.0
     # A text match on a memory whose meaning is far from the query's counts
@@ -92,12 +102,14 @@ DEFAULT_PROFILE = FusionProfile(
     block_max_memories=10,
 )
 
-# Seed 000 exactly: ts_rank text leg, RRF k = 60, every type decays with a
-# 90-day half-life, type weights, minimum score 0.005.
+# Seed 000 exactly: ts_rank text leg, entity names found anywhere in the query,
+# RRF k = 60, every type decays with a 90-day half-life, type weights, minimum
+# score 0.005.
 SEED_PROFILE = FusionProfile(
     name="seed",
     combine=RRF,
     text_ranker=TS_RANK,
+    entity_match=ENTITY_SUBSTRING,
     leg_weights={"vector": 1.0, "text": 1.0, "entity": 1.0},
     rrf_k=60.0,
     decay_half_life_days=90.0,
@@ -212,8 +224,8 @@ HNSW_MAX_SCAN_TUPLES = 20000
 # the leg's limit) at half precision, then scores them from the float32 ones.
 EXACT_SCAN_SHORTLIST = 60
 
-# Entity leg: the longest entity name, in characters, that is looked for in a
-# query (every word-bounded stretch of the query up to this long is a candidate).
+# Entity leg (ENTITY_WORDS): the longest entity name, in characters, that is looked
+# for in a query (every word-bounded stretch of the query up to this long is a candidate).
 ENTITY_MAX_CHARS = 64
 
 # Threads that run legs; shared by concurrent recalls in one process.

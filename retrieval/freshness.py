@@ -2,8 +2,9 @@
 blend of relevance and freshness, re-sorted.
 
 It is a second, selectable pipeline, not a fallback of the fusion one. Its only
-fallback runs the other way: without embeddings the BM25 order stands alone,
-and the same blend is applied to BM25 scores.
+fallback runs the other way: without embeddings the keyword results stand
+alone, the BM25 top five in BM25 order (seed 003: "I return the keyword
+results alone"), with no freshness blend.
 """
 
 from __future__ import annotations
@@ -50,19 +51,15 @@ class Candidate:
     cosine: float | None = None
 
 
-def blend(
-    candidates: Sequence[Candidate], as_of: datetime, *, reranked: bool
-) -> list[ScoredMemory]:
+def blend(candidates: Sequence[Candidate], as_of: datetime) -> list[ScoredMemory]:
     """0.7 × normalised relevance + 0.3 × normalised freshness, best first.
 
-    Relevance is the cosine similarity when the candidates were reranked (a
-    candidate with no vector counts as 0: no evidence either way), else BM25.
+    Relevance is the cosine similarity of the reranked candidates (one with no
+    vector counts as 0: no evidence either way).
     """
     if not candidates:
         return []
-    relevance = [
-        (candidate.cosine or 0.0) if reranked else candidate.bm25 for candidate in candidates
-    ]
+    relevance = [candidate.cosine or 0.0 for candidate in candidates]
     fresh = [freshness(candidate.memory, as_of) for candidate in candidates]
     relevance_norm = min_max(relevance)
     fresh_norm = min_max(fresh)
@@ -87,6 +84,28 @@ def blend(
     # Stable sort: equal blends keep the relevance order they came in.
     scored.sort(key=lambda item: -item.score)
     return scored
+
+
+def bm25_order(candidates: Sequence[Candidate]) -> list[ScoredMemory]:
+    """The keyword results alone (no embeddings): BM25 order as it came, each
+    scored by its BM25 min-max normalised over the candidates; no freshness."""
+    if not candidates:
+        return []
+    relevance_norm = min_max([candidate.bm25 for candidate in candidates])
+    return [
+        ScoredMemory(
+            memory=candidate.memory,
+            score=relevance_norm[index],
+            parts={
+                "bm25": candidate.bm25,
+                "cosine": None,
+                "relevance": candidate.bm25,
+                "relevance_norm": relevance_norm[index],
+                "final": relevance_norm[index],
+            },
+        )
+        for index, candidate in enumerate(candidates)
+    ]
 
 
 def rerank(
@@ -127,7 +146,7 @@ def freshness_pipeline(
 
     Raises nothing for a failed stage: a failed ``bm25`` stage leaves no
     candidates (the caller decides that this is an error); a failed or skipped
-    ``rerank`` leaves the BM25 order.
+    ``rerank`` leaves the BM25 order, unblended.
     """
     score = replay.bm25_scores if replaying else bm25_scores
     bm25_report, scores = run_step(
@@ -180,4 +199,6 @@ def freshness_pipeline(
     chosen = (ordered or candidates)[:RERANK_TOP]
     rerank_report.ranked_ids = [candidate.memory.pk for candidate in chosen] if ordered else []
     rerank_report.count = len(rerank_report.ranked_ids)
-    return blend(chosen, as_of, reranked=ordered is not None), reports
+    if ordered is None:
+        return bm25_order(chosen), reports
+    return blend(chosen, as_of), reports

@@ -28,6 +28,8 @@ from retrieval.bm25 import bm25_scores, corpus_statistics
 from retrieval.constants import (
     BM25,
     ENTITY_MAX_CHARS,
+    ENTITY_SUBSTRING,
+    ENTITY_WORDS,
     EXACT_SCAN_SHORTLIST,
     HNSW_EF_SEARCH,
     HNSW_MAX_SCAN_TUPLES,
@@ -90,6 +92,8 @@ class LegRequest:
     timeout: float = 3.0
     # bm25 | ts_rank (the seed profile's text leg)
     text_ranker: str = BM25
+    # words | substring (the seed profile's entity matching)
+    entity_match: str = ENTITY_WORDS
     # Read the memory rows alive at as_of rather than today's postings
     # (retrieval/replay.py decides when a replay of the past needs it).
     replay: bool = False
@@ -209,7 +213,12 @@ def entity_leg(cursor, request: LegRequest) -> Ranked:
     score is the sum over the names of ``ln(1 + N / memories naming it)``: a name
     in half the owner's memories (their own, a speaker's) says little, a rare
     one much — as IDF weighs words.
+
+    A name is named by the query on word boundaries (``entity_candidates``),
+    or under the seed profile anywhere in it (``ENTITY_SUBSTRING``).
     """
+    if request.entity_match == ENTITY_SUBSTRING:
+        return _substring_entity_leg(cursor, request)
     candidates = entity_candidates(request.query)
     if not candidates:
         return Ranked()
@@ -235,7 +244,54 @@ def entity_leg(cursor, request: LegRequest) -> Ranked:
         """,
         [request.owner_id, sorted(candidates)],
     )
-    named = dict(cursor.fetchall())
+    return _ranked_by_entities(cursor, request, dict(cursor.fetchall()))
+
+
+def _substring_entity_leg(cursor, request: LegRequest) -> Ranked:
+    """Seed 000's entity match: every name of the owner's that occurs anywhere
+    in the query, ``position(lower(name) IN lower(query))``, whatever its length
+    and wherever the word boundaries fall. It reads the owner's whole entity
+    dictionary (or, in a replay, the entities of the memories alive then)."""
+    query = clean_query(request.query)
+    if not query:
+        return Ranked()
+    if request.replay:
+        where, params = _filters(request)
+        params["query"] = query
+        cursor.execute(
+            f"""
+            SELECT DISTINCT lower(ref) FROM {MEMORY_TABLE} m CROSS JOIN LATERAL
+                unnest(m.entity_refs) AS ref
+            WHERE {where} AND ref <> '' AND position(lower(ref) IN lower(%(query)s)) > 0
+            """,
+            params,
+        )
+        keys = sorted(row[0] for row in cursor.fetchall())
+        if not keys:
+            return Ranked()
+        return Ranked(
+            replay.entity_scores(
+                cursor,
+                request.owner_id,
+                keys,
+                request.as_of,
+                types=request.types,
+                limit=request.limit,
+            )
+        )
+    cursor.execute(
+        f"""
+        SELECT e.key, e.memories FROM {OWNER_ENTITY_TABLE} e
+        WHERE e.owner_id = %s AND e.memories > 0 AND e.key <> ''
+          AND position(e.key IN lower(%s)) > 0
+        """,
+        [request.owner_id, query],
+    )
+    return _ranked_by_entities(cursor, request, dict(cursor.fetchall()))
+
+
+def _ranked_by_entities(cursor, request: LegRequest, named: dict[str, int]) -> Ranked:
+    """The memories naming the ``named`` entities (key → memories naming it), ranked."""
     if not named:
         return Ranked()
     documents, _ = corpus_statistics(cursor, request.owner_id, request.as_of)

@@ -96,6 +96,7 @@ def recall(
             embedder=embedder,
             timeout=timeout,
             text_ranker=fusion_profile.text_ranker,
+            entity_match=fusion_profile.entity_match,
             replay=replaying,
             exact_scan_max_rows=exact_scan_max_rows,
         )

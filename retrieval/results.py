@@ -58,7 +58,8 @@ class ScoredMemory:
     # "gate", "similarity", or "rrf" under the seed profile; then "relevance",
     # "decay", "weight", maybe "superseded_by_newer" and "current_state",
     # "final"}; freshness: {"bm25", "cosine", "relevance", "freshness",
-    # "relevance_norm", "freshness_norm", "final"}.
+    # "relevance_norm", "freshness_norm", "final"}, without embeddings no
+    # "freshness" nor "freshness_norm" (the BM25 order stands alone).
     parts: dict[str, Any] = field(default_factory=dict)
     # Tokens of the memory's rendered line in the block.
     tokens: int = 0

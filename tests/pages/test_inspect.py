@@ -180,7 +180,7 @@ def test_it_shows_the_formula_with_the_numbers_in_force(alice_client, memories, 
     body = inspect(alice_client, "Alice seats").content.decode()
     seed = constants.SEED_PROFILE
     assert f"k = {seed.rrf_k:g}; leg weights: vector 1, text 1, entity 1." in body
-    assert f"A score below {seed.min_score:g} is left out." in body
+    assert f"A score of {seed.min_score:g} or below is left out." in body
     assert f"Halves every {seed.decay_half_life_days:g} days" in body
 
 

@@ -264,7 +264,7 @@ def test_it_writes_the_legend_from_the_constants(monkeypatch):
     assert seed["Score"].text == (
         f"k = {SEED_PROFILE.rrf_k:g}; leg weights: vector 1, text 1, entity 1."
     )
-    assert f"A score below {SEED_PROFILE.min_score:g} is left out." == seed["Cut"].text
+    assert f"A score of {SEED_PROFILE.min_score:g} or below is left out." == seed["Cut"].text
     assert f"Halves every {SEED_PROFILE.decay_half_life_days:g} days" in seed["Age"].text
 
     monkeypatch.setattr("memories.inspector.SUPERSEDED_FACTOR", 0.25)

@@ -8,7 +8,14 @@ from django.utils import timezone
 
 from memories.models import Memory
 from retrieval.bm25 import bm25_scores
-from retrieval.freshness import Candidate, blend, freshness, freshness_pipeline, min_max
+from retrieval.freshness import (
+    Candidate,
+    blend,
+    bm25_order,
+    freshness,
+    freshness_pipeline,
+    min_max,
+)
 from retrieval.recall import recall
 from tests.base import make_memory
 from tests.retrieval.helpers import axis, vector
@@ -120,23 +127,25 @@ def test_it_blends_seventy_thirty_and_resorts():
     ]
     # relevance 0.9, 0.85, 0.5 → 1, 0.875, 0
     # freshness 1/16, 1, 1/2 → 0, 1, 0.4666…
-    scored = blend(candidates, AS_OF, reranked=True)
+    scored = blend(candidates, AS_OF)
     assert [item.memory.pk for item in scored] == [2, 1, 3]
     assert [item.score for item in scored] == pytest.approx([0.9125, 0.7, 0.14])
     assert scored[0].parts["relevance_norm"] == pytest.approx(0.875)
     assert scored[2].parts["freshness_norm"] == pytest.approx(0.4666666667)
 
 
-def test_it_blends_bm25_when_not_reranked():
+def test_it_keeps_the_bm25_order_unblended_when_not_reranked():
     candidates = [
-        Candidate(unsaved(1, days=7), bm25=6.0),
-        Candidate(unsaved(2, days=7), bm25=2.0),
-        Candidate(unsaved(3, days=7), bm25=4.0),
+        Candidate(unsaved(1, days=60), bm25=6.0, cosine=0.6),
+        Candidate(unsaved(2, days=0), bm25=5.0, cosine=0.55),
+        Candidate(unsaved(3, days=30), bm25=2.0, cosine=0.2),
     ]
-    scored = blend(candidates, AS_OF, reranked=False)
-    # Equal freshness normalises to 1 for everyone: 0.7 × relevance + 0.3.
-    assert [item.memory.pk for item in scored] == [1, 3, 2]
-    assert [item.score for item in scored] == pytest.approx([1.0, 0.65, 0.3])
+    scored = bm25_order(candidates)
+    # The blend would put the fresh #2 first; the keyword results stand alone.
+    assert [item.memory.pk for item in blend(candidates, AS_OF)][0] == 2
+    assert [item.memory.pk for item in scored] == [1, 2, 3]
+    assert [item.score for item in scored] == pytest.approx([1.0, 0.75, 0.0])
+    assert "freshness" not in scored[0].parts
 
 
 # --- pipeline -------------------------------------------------------------------
@@ -212,4 +221,28 @@ def test_it_falls_back_to_bm25_order_without_embeddings(alice):
     assert reports["bm25"].ranked_ids == [strong.pk, weak.pk]
     assert [item.memory.pk for item in scored] == [strong.pk, weak.pk]
     assert scored[0].parts["relevance"] == scored[0].parts["bm25"]
-    assert [item.score for item in scored] == pytest.approx([1.0, 0.3])
+    assert [item.score for item in scored] == pytest.approx([1.0, 0.0])
+
+
+@pytest.mark.django_db
+def test_it_does_not_let_freshness_reorder_the_bm25_fallback(alice):
+    now = timezone.now()
+    stale = now - timedelta(days=60)
+    strong = make_memory(alice, "tennis tennis tennis", created_at=stale)
+    nearly = make_memory(alice, "tennis tennis tennis racket", created_at=now)
+    weak = make_memory(alice, "tennis and many other words here", created_at=stale)
+    scored, reports = freshness_pipeline(
+        alice.pk, "tennis", now, types=None, query_embedding=None, embedder=None, timeout=3.0
+    )
+    assert reports["rerank"].status == "skipped"
+    assert reports["bm25"].ranked_ids == [strong.pk, nearly.pk, weak.pk]
+    # Blended, the fresh runner-up would overtake the stale leader (0.7 × 0.8 + 0.3
+    # against 0.7); without embeddings the keyword results stand alone.
+    candidates = [
+        Candidate(item.memory, bm25=item.parts["bm25"], cosine=item.parts["bm25"])
+        for item in scored
+    ]
+    assert blend(candidates, now)[0].memory.pk == nearly.pk
+    assert [item.memory.pk for item in scored] == [strong.pk, nearly.pk, weak.pk]
+    result = recall(alice, "tennis", pipeline="freshness", as_of=now, dry_run=True)
+    assert [item.memory.pk for item in result.memories] == [strong.pk, nearly.pk, weak.pk]

@@ -1,3 +1,4 @@
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -96,6 +97,15 @@ def test_it_cuts_below_the_seeds_minimum_score():
     )
     assert [item.memory.pk for item in kept] == [1]
     assert [item.memory.pk for item in cut] == [2]
+    assert cut[0].cut_reason == "below_min_score"
+
+
+def test_it_cuts_a_score_equal_to_the_minimum():
+    # Seed 000 says "a hard minScore cutoff"; a score at the minimum is cut too.
+    at_minimum = replace(SEED_PROFILE, min_score=1 / 61)
+    kept, cut = fuse({"vector": ranked(1)}, {1: memory(1)}, AS_OF, profile=at_minimum)
+    assert kept == []
+    assert cut[0].score == 1 / 61
     assert cut[0].cut_reason == "below_min_score"
 
 

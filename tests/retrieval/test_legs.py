@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from memories.models import Memory
 from retrieval import index, legs
+from retrieval.constants import ENTITY_SUBSTRING
 from retrieval.legs import (
     LegRequest,
     LegSkipped,
@@ -21,6 +22,7 @@ from retrieval.legs import (
     vector_leg,
 )
 from retrieval.models import OwnerEntity
+from retrieval.recall import recall
 from tests.base import make_memory
 from tests.retrieval.helpers import axis, vector
 
@@ -177,6 +179,50 @@ def test_it_ranks_entities_by_count_then_rarity_then_recency(alice):
         common_new.pk,
         common_old.pk,
     ]
+
+
+LONG_NAME = "The " + "Very " * 20 + "Long Charity Name"  # 121 characters
+
+
+@pytest.mark.django_db
+def test_it_matches_entities_anywhere_in_the_query_under_the_seed_profile(alice):
+    ann = make_memory(alice, "Lunch with a friend.", entities=["Ann"])
+    long = make_memory(alice, "A donation.", entities=[LONG_NAME])
+    make_memory(alice, "Someone else.", entities=["Annabel"])
+    query = f"the annual report of {LONG_NAME.upper()}"
+    # Seed 000: position(lower(name) IN lower(query)), whatever the length.
+    assert set(run(entity_leg, alice, query, entity_match=ENTITY_SUBSTRING)) == {
+        ann.pk,
+        long.pk,
+    }
+    # Ours: whole words, names up to ENTITY_MAX_CHARS.
+    assert run(entity_leg, alice, query) == []
+    assert run(entity_leg, alice, "", entity_match=ENTITY_SUBSTRING) == []
+
+
+@pytest.mark.django_db
+def test_it_matches_entities_anywhere_in_the_query_in_a_replay(alice):
+    now = timezone.now()
+    then = now - timedelta(days=1)
+    old = make_memory(
+        alice, "A donation.", entities=[LONG_NAME], created_at=now - timedelta(days=3)
+    )
+    make_memory(alice, "Later.", entities=["Ann"], created_at=now)
+    found = run(
+        entity_leg, alice, f"annual {LONG_NAME}", as_of=then, replay=True,
+        entity_match=ENTITY_SUBSTRING,
+    )  # fmt: skip
+    assert found == [old.pk]
+
+
+@pytest.mark.django_db
+def test_the_seed_profile_finds_a_long_entity_name_through_recall(alice):
+    memory = make_memory(alice, "A donation went out.", entities=[LONG_NAME])
+    query = f"what about {LONG_NAME}?"
+    seed = recall(alice, query, profile="seed", legs=["entity"], dry_run=True)
+    assert [item.memory.pk for item in seed.memories] == [memory.pk]
+    default = recall(alice, query, profile="default", legs=["entity"], dry_run=True)
+    assert default.memories == []
 
 
 @pytest.mark.django_db
