@@ -276,7 +276,7 @@ def fill_missing_entities(
     Returns (memories looked at, memories given entities). Memories written
     before the store found entities by itself get what they would get today;
     the database lets entities be filled in once, never changed
-    (memories/migrations/0005). Oldest first, so a name learnt from one
+    (memories/migrations/0006). Oldest first, so a name learnt from one
     memory is found in the next.
     """
     missing = Memory.objects.filter(entity_refs=[])
