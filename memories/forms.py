@@ -1,13 +1,15 @@
 """Forms of the owner's pages. They validate and shape input; the model methods act.
 
-The limits are the model's (memories/models.py): a field reads them to say
-what is wrong next to it, and its widget passes them on as ``maxlength``.
+The memory rules are the model's (memories/models.py): a field runs the
+model's check (``RuledField``) and shows its sentence next to it, the same the
+API answers; its widget passes the model's limit on as ``maxlength``.
 """
 
 from __future__ import annotations
 
 from django import forms
 from django.conf import settings
+from django.core.validators import MaxLengthValidator
 
 from memories.about import (
     MAX_ASPECT_CHARS,
@@ -23,11 +25,13 @@ from memories.models import (
     MAX_ENTITY_CHARS,
     MAX_REASON_CHARS,
     MAX_SEARCH_CHARS,
-    BlankContent,
     InvalidMemory,
     Memory,
+    check_content,
     check_entities,
-    has_visible_text,
+    check_entity_filter,
+    check_reason,
+    check_search,
 )
 from memories.tokens import SCOPES
 from memories.vocabulary import type_choices
@@ -45,36 +49,53 @@ def split_entities(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
+class RuledField(forms.CharField):
+    """Text checked by a memory rule of the model (``rule``, a ``check_*`` of
+    memories/models.py), whose sentence is the field's error. ``limit`` only
+    goes to the browser (``maxlength``, and ``max_length`` for the templates):
+    Django's own length check, in its own words, is left out."""
+
+    def __init__(self, *, rule=None, limit: int | None = None, **kwargs) -> None:
+        self.rule = rule
+        kwargs.setdefault("strip", True)
+        super().__init__(max_length=limit, **kwargs)
+        self.validators = [v for v in self.validators if not isinstance(v, MaxLengthValidator)]
+
+    def validate(self, value) -> None:
+        super().validate(value)
+        if self.rule is not None and value not in self.empty_values:
+            try:
+                self.rule(value)
+            except InvalidMemory as error:
+                raise forms.ValidationError(error.message, code=error.code)
+
+
+def reason_field(**kwargs) -> RuledField:
+    kwargs.setdefault("required", False)
+    kwargs.setdefault("label", "Reason (optional)")
+    return RuledField(rule=check_reason, limit=MAX_REASON_CHARS, **kwargs)
+
+
 class ReasonForm(forms.Form):
-    reason = forms.CharField(
-        required=False,
-        max_length=MAX_REASON_CHARS,
-        strip=True,
-        label="Reason (optional)",
-    )
+    reason = reason_field()
 
 
 class MemoryFieldsForm(forms.Form):
     """What a memory says: its text, type and entities."""
 
-    content = forms.CharField(
-        max_length=settings.MAX_CONTENT_CHARS,
-        strip=True,
+    # The content limit is a setting: check_content reads it on each call.
+    content = RuledField(
+        rule=check_content,
+        limit=settings.MAX_CONTENT_CHARS,
         widget=forms.Textarea(attrs={"rows": 4, "dir": "auto"}),
     )
     type = forms.ChoiceField(choices=type_choices)
-    entities = forms.CharField(
+    entities = RuledField(
         required=False,
-        max_length=ENTITIES_LINE_MAX_CHARS,
+        limit=ENTITIES_LINE_MAX_CHARS,
         help_text="Separate names with commas.",
         widget=forms.TextInput(attrs={"dir": "auto"}),
     )
-
-    def clean_content(self) -> str:
-        content = self.cleaned_data["content"]
-        if not has_visible_text(content):
-            raise forms.ValidationError(BlankContent.message, code="blank")
-        return content
 
     def clean_entities(self) -> list[str]:
         try:
@@ -86,15 +107,15 @@ class MemoryFieldsForm(forms.Form):
 class MemoryAddForm(MemoryFieldsForm):
     """A memory the owner writes: remembered at once, like the API's mode remember."""
 
-    content = forms.CharField(
-        max_length=settings.MAX_CONTENT_CHARS,
-        strip=True,
+    content = RuledField(
+        rule=check_content,
+        limit=settings.MAX_CONTENT_CHARS,
         label="What should your assistant remember?",
         widget=forms.Textarea(attrs={"rows": 2, "dir": "auto"}),
     )
-    entities = forms.CharField(
+    entities = RuledField(
         required=False,
-        max_length=ENTITIES_LINE_MAX_CHARS,
+        limit=ENTITIES_LINE_MAX_CHARS,
         label="Entities (optional)",
         help_text="People, places or things it names, separated by commas.",
         widget=forms.TextInput(attrs={"dir": "auto"}),
@@ -148,9 +169,7 @@ class MemoryEditForm(MemoryFieldsForm):
         label="Confirm as",
         widget=forms.RadioSelect,
     )
-    reason = forms.CharField(
-        required=False, max_length=MAX_REASON_CHARS, strip=True, label="Reason (optional)"
-    )
+    reason = reason_field()
 
     def __init__(self, *args, replaceable: list[Memory] | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -242,9 +261,7 @@ class MemoryIdsField(forms.Field):
 
 class MemoryIdsForm(forms.Form):
     ids = MemoryIdsField()
-    reason = forms.CharField(
-        required=False, max_length=MAX_REASON_CHARS, strip=True, label="Reason (optional)"
-    )
+    reason = reason_field()
 
 
 class BulkActionForm(forms.Form):
@@ -252,9 +269,7 @@ class BulkActionForm(forms.Form):
 
     action = forms.ChoiceField(choices=ACTIONS)
     ids = MemoryIdsField()
-    reason = forms.CharField(
-        required=False, max_length=MAX_REASON_CHARS, strip=True, label="Reason (optional)"
-    )
+    reason = reason_field()
 
 
 SORTS = {
@@ -267,11 +282,11 @@ SORTS = {
 
 
 class MemoryFilterForm(forms.Form):
-    q = forms.CharField(required=False, max_length=MAX_SEARCH_CHARS, label="Search text")
+    q = RuledField(required=False, rule=check_search, limit=MAX_SEARCH_CHARS, label="Search text")
     status = forms.ChoiceField(required=False, choices=[("", "Any status"), *Memory.Status.choices])
     type = forms.ChoiceField(required=False, choices=[("", "Any type"), *type_choices()])
     source = forms.ChoiceField(required=False, choices=[("", "Any source"), *Memory.Source.choices])
-    entity = forms.CharField(required=False, max_length=MAX_ENTITY_CHARS)
+    entity = RuledField(required=False, rule=check_entity_filter, limit=MAX_ENTITY_CHARS)
     created_from = forms.DateField(
         required=False, label="Created from", widget=forms.DateInput(attrs={"type": "date"})
     )
@@ -347,9 +362,8 @@ class RedactForm(forms.Form):
     ]
 
     scope = forms.ChoiceField(choices=SCOPES, initial="version", widget=forms.RadioSelect)
-    reason = forms.CharField(
-        max_length=MAX_REASON_CHARS,
-        strip=True,
+    reason = reason_field(
+        required=True,
         label="Reason",
         help_text="Kept in the history. Say why without repeating what the memory says.",
         error_messages={"required": "Give a reason: it is kept in the history."},

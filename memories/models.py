@@ -112,13 +112,18 @@ def embedding_scan_index() -> models.Index:
 REDACTED_CONTENT = "[redacted]"
 
 # What a memory and a change to it may hold, however they come in (API, pages,
-# import, extraction, consolidation): the constructors, ``supersede`` and
-# ``log`` enforce them; forms, serializers and import read them to shape their
-# messages (docs/api.md "Limits"). The longest content is a setting,
-# ``settings.MAX_CONTENT_CHARS`` (TIMOTHY_MAX_CONTENT_CHARS), read on each call.
+# import, extraction, consolidation), each checked by one function below
+# (``check_content``, ``check_entities``, ``check_reason``, ``check_session_id``,
+# ``check_search``, ``check_entity_filter``). The constructors, ``supersede``,
+# ``edit`` and ``log`` call them; the API's serializers and the pages' forms
+# call the same functions and pass their ``InvalidMemory`` message on as it is,
+# so both surfaces refuse the same values in the same words (docs/api.md
+# "Limits"); they never state a limit of their own. The longest content is a
+# setting, ``settings.MAX_CONTENT_CHARS`` (TIMOTHY_MAX_CONTENT_CHARS), read on each call.
 MAX_ENTITIES = 50
 MAX_ENTITY_CHARS = 200
 MAX_REASON_CHARS = 1000
+MAX_SESSION_ID_CHARS = 200
 # The longest search text of a memory list (``MemoryQuerySet.matching``).
 MAX_SEARCH_CHARS = 500
 
@@ -248,10 +253,23 @@ def check_reason(reason: str) -> str:
     return reason or ""
 
 
+def check_session_id(session_id: str) -> str:
+    if len(session_id or "") > MAX_SESSION_ID_CHARS:
+        raise TooLong("session_id", len(session_id), MAX_SESSION_ID_CHARS)
+    return session_id or ""
+
+
 def check_search(text: str) -> str:
     if len(text) > MAX_SEARCH_CHARS:
         raise TooLong("q", len(text), MAX_SEARCH_CHARS)
     return text
+
+
+def check_entity_filter(name: str) -> str:
+    """An entity to filter a memory list by (``MemoryQuerySet.naming``): one name's length."""
+    if len(name) > MAX_ENTITY_CHARS:
+        raise TooLong("entity", len(name), MAX_ENTITY_CHARS)
+    return name
 
 
 class IllegalTransition(Exception):
@@ -314,6 +332,7 @@ class MemoryQuerySet(models.QuerySet):
     def naming(self, entity: str) -> MemoryQuerySet:
         """Memories with ``entity`` among their entities: the whole name, ignoring
         case and spacing (as stored: trimmed, inner spaces single)."""
+        check_entity_filter(entity)
         name = " ".join(entity.split())
         return self.filter(
             RawSQL(
@@ -441,7 +460,7 @@ class Memory(models.Model):
     )
     confidence = models.FloatField(default=0.5)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.API)
-    session_id = models.CharField(max_length=200, blank=True, default="")
+    session_id = models.CharField(max_length=MAX_SESSION_ID_CHARS, blank=True, default="")
     # Provenance beyond source and session: extraction phase, turn index, ...
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -706,6 +725,7 @@ class Memory(models.Model):
         check_content(content)
         given = check_entities(entities)
         check_reason(reason)
+        check_session_id(session_id)
         MemoryEvent.Via(via)
         now = timezone.now()
         with transaction.atomic():
@@ -871,72 +891,6 @@ class Memory(models.Model):
         old._refresh_from(replaced)
         return self._refresh_from(proposal)
 
-    def confirm_edited(
-        self,
-        content: str,
-        *,
-        type: str | None = None,
-        entities: Iterable[str] | None = None,
-        about: About | None = None,
-        replaces: Memory | None = None,
-        actor=None,
-        via: str = "page",
-        reason: str = "",
-    ) -> Memory:
-        """Edit-then-confirm: the owner's text becomes the active version.
-
-        Written by the owner, it carries the owner's confidence (1.0) and
-        source (page), not the assistant's; the proposal stays in its
-        chain. Returns the new head; an edit that changes nothing
-        (``is_unchanged_by``) confirms the proposal as it is and returns it.
-
-        With ``replaces`` (an active memory of the same owner), the edited text
-        also becomes that memory's new version, in the same transaction: edit
-        and "confirm as a new version of #N" are one step.
-        """
-        with transaction.atomic():
-            row = self._locked()
-            if row.status != Memory.Status.PROPOSED:
-                raise IllegalTransition(row, "confirm")
-            if row.is_unchanged_by(content, type=type, entities=entities, about=about):
-                return self.confirm(
-                    actor=actor, via=via, reason=reason, replaces=replaces, by_owner=True
-                )
-            if replaces is not None:
-                replaced = replaces._locked()
-                if replaced.owner_id != row.owner_id:
-                    raise ValueError("A memory can only replace one of the same owner.")
-                if replaced.pk == row.pk:
-                    raise ValueError("A memory cannot replace itself.")
-                if replaced.status != Memory.Status.ACTIVE:
-                    raise IllegalTransition(
-                        replaced, "replace", "only an active memory is replaced"
-                    )
-            new = self.supersede(
-                content,
-                type=type,
-                entities=entities,
-                about=about,
-                confidence=1.0,
-                source=Memory.Source.PAGE,
-                actor=actor,
-                via=via,
-                reason=reason,
-            )
-            confirmed = {"from": Memory.Status.PROPOSED, "edited": self.pk}
-            if replaces is not None:
-                replaced._retire_for(new, now=new.created_at, actor=actor, via=via, reason=reason)
-                confirmed["replaces"] = replaced.pk
-                replaces._refresh_from(replaced)
-            new.log(
-                MemoryEvent.Action.CONFIRMED,
-                actor=actor,
-                via=via,
-                reason=reason,
-                data=confirmed,
-            )
-        return new
-
     def restore(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
         """rejected → proposed: back in the confirmation queue, on the record."""
         return self._change_status(
@@ -1029,30 +983,80 @@ class Memory(models.Model):
         confidence: float | None = None,
         about: About | None = None,
         source: str | None = None,
+        by_owner: bool = False,
+        replaces: Memory | None = None,
         actor=None,
         via: str = "api",
         reason: str = "",
     ) -> Memory:
-        """``supersede``, unless the edit changes nothing (``is_unchanged_by``):
-        then an active memory stays as it is and nothing is written, not even an
-        event, and a proposal is confirmed as it is. Returns the head: this
-        memory when no version was written. The pages' edit and the API's
-        supersede both come here.
+        """The one edit path, the pages' and the API's: a new version of an
+        active memory, or of a proposal, which the edit confirms.
+
+        An edit that changes nothing (``is_unchanged_by``) writes no version: an
+        active memory stays as it is and nothing is written, not even an event;
+        a proposal is confirmed as it is (``confirm``). Otherwise ``supersede``
+        writes the new active version, and an edited proposal's also gets a
+        ``confirmed`` event (``{"from": "proposed", "edited": <proposal>}``).
+
+        With ``by_owner`` (the owner, on the pages) the result carries the
+        owner's confidence (1.0) and source (page), and a confirmed proposal's
+        event keeps what was proposed (``proposed_confidence``,
+        ``proposed_source``); ``confidence`` and ``source`` are not given then.
+        Without it (the API) the new version takes the ``confidence`` and
+        ``source`` given, else keeps the old version's.
+
+        ``replaces`` (an active memory of the same owner; a proposal's edit
+        only): the result is also that memory's new version, in the same
+        transaction. A proposal confirmed or rejected meanwhile is an
+        ``IllegalTransition`` ("confirm"). Returns the head: this memory when
+        no version was written.
         """
+        if by_owner and (confidence is not None or source is not None):
+            raise ValueError("The owner's edit carries the owner's confidence and source.")
         if content is not None:
             check_content(content)
         if entities is not None:
             entities = check_entities(entities)
         check_reason(reason)
+        MemoryEvent.Via(via)
+        if replaces is not None and replaces.pk == self.pk:
+            raise ValueError("A memory cannot replace itself.")
+        seen = self.status
         with transaction.atomic():
-            row = self._locked()
-            if row.status in (Memory.Status.ACTIVE, Memory.Status.PROPOSED) and row.is_unchanged_by(
+            # Lock both in id order, as ``confirm`` does, so that they cannot deadlock.
+            wanted = [self.pk] if replaces is None else [self.pk, replaces.pk]
+            rows = {
+                row.pk: row
+                for row in Memory.objects.select_for_update().filter(pk__in=wanted).order_by("pk")
+            }
+            row = rows[self.pk]
+            proposal = row.status == Memory.Status.PROPOSED
+            if seen == Memory.Status.PROPOSED and not proposal:
+                raise IllegalTransition(row, "confirm")
+            if row.status not in (Memory.Status.ACTIVE, Memory.Status.PROPOSED):
+                raise IllegalTransition(row, "supersede")
+            replaced = None
+            if replaces is not None:
+                replaced = rows[replaces.pk]
+                if not proposal:
+                    raise ValueError("Only a proposal is confirmed as a new version of another.")
+                if replaced.owner_id != row.owner_id:
+                    raise ValueError("A memory can only replace one of the same owner.")
+                if replaced.status != Memory.Status.ACTIVE:
+                    raise IllegalTransition(
+                        replaced, "replace", "only an active memory is replaced"
+                    )
+            if row.is_unchanged_by(
                 content, type=type, entities=entities, confidence=confidence, about=about
             ):
-                if row.status == Memory.Status.ACTIVE:
+                if not proposal:
                     return self._refresh_from(row)
-                return self.confirm(actor=actor, via=via, reason=reason)
-            return self.supersede(
+                return self.confirm(
+                    actor=actor, via=via, reason=reason, replaces=replaces, by_owner=by_owner
+                )
+            if by_owner:
+                confidence, source = 1.0, Memory.Source.PAGE
+            new = self.supersede(
                 content,
                 type=type,
                 entities=entities,
@@ -1063,6 +1067,25 @@ class Memory(models.Model):
                 via=via,
                 reason=reason,
             )
+            if proposal:
+                confirmed = {"from": Memory.Status.PROPOSED, "edited": row.pk}
+                if by_owner:
+                    confirmed["proposed_confidence"] = row.confidence
+                    confirmed["proposed_source"] = row.source
+                if replaced is not None:
+                    replaced._retire_for(
+                        new, now=new.created_at, actor=actor, via=via, reason=reason
+                    )
+                    confirmed["replaces"] = replaced.pk
+                    replaces._refresh_from(replaced)
+                new.log(
+                    MemoryEvent.Action.CONFIRMED,
+                    actor=actor,
+                    via=via,
+                    reason=reason,
+                    data=confirmed,
+                )
+        return new
 
     def supersede(
         self,
@@ -1088,6 +1111,8 @@ class Memory(models.Model):
         if entities is not None:
             entities = check_entities(entities)
         check_reason(reason)
+        if session_id is not None:
+            check_session_id(session_id)
         MemoryEvent.Via(via)
         with transaction.atomic():
             old = self._locked()

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
+from django.core.validators import MaxLengthValidator
 from rest_framework import serializers
 
 from memories.about import SET_BY_OWNER, SUBJECT_KINDS, About, checked_about
@@ -23,18 +24,23 @@ from memories.models import (
     MAX_ENTITY_CHARS,
     MAX_REASON_CHARS,
     MAX_SEARCH_CHARS,
-    BlankContent,
+    MAX_SESSION_ID_CHARS,
+    InvalidMemory,
     Memory,
     MemoryEvent,
-    has_visible_text,
+    check_content,
+    check_entities,
+    check_entity_filter,
+    check_reason,
+    check_search,
+    check_session_id,
 )
 from retrieval.constants import PIPELINES
 from retrieval.names import PROFILE_NAMES
 
-# The memory rules' limits are the model's (MAX_ENTITIES, MAX_ENTITY_CHARS,
-# MAX_REASON_CHARS, MAX_SEARCH_CHARS, settings.MAX_CONTENT_CHARS): the fields
-# below read them, so that a client hears of a broken rule with the field's name.
-MAX_SESSION_ID_CHARS = Memory._meta.get_field("session_id").max_length
+# The memory rules are the model's (memories/models.py): a field below runs the
+# model's check and answers its sentence under the field's name, the same the
+# pages show. The limits a field is given (max_length) only tell the schema.
 MAX_CURSOR_CHARS = 500
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
@@ -134,6 +140,42 @@ class StrictDateTimeField(serializers.DateTimeField):
             self.fail("invalid", format="an ISO 8601 date-time string")
 
 
+class ModelRule:
+    """A DRF validator that runs a memory rule of the model (``check_*``) and
+    answers its ``InvalidMemory`` sentence as the field's error."""
+
+    def __init__(self, check) -> None:
+        self.check = check
+
+    def __call__(self, value: Any) -> None:
+        try:
+            self.check(value)
+        except InvalidMemory as error:
+            raise serializers.ValidationError(error.message, code=error.code)
+
+
+class RuledField:
+    """A field checked by the model's rule (``rule``) instead of DRF's own
+    length check: ``max_length`` stays for the OpenAPI schema only."""
+
+    def __init__(self, *, rule=None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        kept = [v for v in self.validators if not isinstance(v, MaxLengthValidator)]
+        self.validators = kept + ([ModelRule(rule)] if rule is not None else [])
+
+
+class RuledCharField(RuledField, StrictCharField):
+    pass
+
+
+class RuledQueryField(RuledField, serializers.CharField):
+    """A query parameter (a string already) checked by the model's rule."""
+
+
+class RuledListField(RuledField, serializers.ListField):
+    pass
+
+
 class StrictSerializer(serializers.Serializer):
     """Rejects fields it does not know, so a typo is an error, not a silent default."""
 
@@ -153,8 +195,12 @@ def _type_field(**kwargs) -> StrictChoiceField:
 
 def _entities_field(**kwargs) -> serializers.ListField:
     kwargs.setdefault("help_text", "Names of people, places and things the memory is about.")
-    return serializers.ListField(
-        child=StrictCharField(max_length=MAX_ENTITY_CHARS), max_length=MAX_ENTITIES, **kwargs
+    # Counted and measured as stored (trimmed, de-duplicated): check_entities.
+    return RuledListField(
+        child=RuledCharField(max_length=MAX_ENTITY_CHARS),
+        max_length=MAX_ENTITIES,
+        rule=check_entities,
+        **kwargs,
     )
 
 
@@ -164,15 +210,22 @@ def _content_field(**kwargs) -> StrictCharField:
         "The memory itself, one fact in plain words "
         f"(at most {settings.MAX_CONTENT_CHARS} characters).",
     )
-    return StrictCharField(max_length=settings.MAX_CONTENT_CHARS, **kwargs)
+    # The limit is a setting, which check_content reads per request.
+    return RuledCharField(max_length=settings.MAX_CONTENT_CHARS, rule=check_content, **kwargs)
 
 
-def _check_content(value: str) -> str:
-    """Memory content: within the length limit, and something a reader can see
-    (the rule is the model's; here it becomes a message on the field)."""
-    if not has_visible_text(value):
-        raise serializers.ValidationError(BlankContent.message, code="blank")
-    return _check_content_length(value)
+def _reason_field(**kwargs) -> StrictCharField:
+    return RuledCharField(
+        required=False,
+        allow_blank=True,
+        max_length=MAX_REASON_CHARS,
+        rule=check_reason,
+        **kwargs,
+    )
+
+
+def _session_id_field(**kwargs) -> StrictCharField:
+    return RuledCharField(max_length=MAX_SESSION_ID_CHARS, rule=check_session_id, **kwargs)
 
 
 def _check_content_length(value: str) -> str:
@@ -225,11 +278,8 @@ class MemoryCreateSerializer(StrictSerializer):
         max_value=1.0,
         help_text="Only with mode propose (default 0.5); a remembered fact is always 1.",
     )
-    session_id = StrictCharField(required=False, allow_blank=True, max_length=MAX_SESSION_ID_CHARS)
+    session_id = _session_id_field(required=False, allow_blank=True)
     about = AboutField(required=False)
-
-    def validate_content(self, value: str) -> str:
-        return _check_content(value)
 
     def validate(self, attrs: dict) -> dict:
         if attrs["mode"] == self.Mode.REMEMBER and "confidence" in attrs:
@@ -267,12 +317,7 @@ class MemoryActionSerializer(StrictSerializer):
         help_text="confirm only: the id of an active memory this proposal replaces; it "
         "becomes superseded by the confirmed proposal (409 if it is no longer active).",
     )
-    reason = StrictCharField(
-        required=False,
-        allow_blank=True,
-        max_length=MAX_REASON_CHARS,
-        help_text="Why, for the memory's history.",
-    )
+    reason = _reason_field(help_text="Why, for the memory's history.")
     content = _content_field(required=False, help_text="supersede only: the new version's text.")
     type = _type_field(required=False, help_text="supersede only: the new version's type.")
     entities = _entities_field(required=False)
@@ -287,9 +332,6 @@ class MemoryActionSerializer(StrictSerializer):
         help_text="redact only: also queue an erase from disk of the old bytes (see the "
         "erase_from_disk action for its state).",
     )
-
-    def validate_content(self, value: str) -> str:
-        return _check_content(value)
 
     def validate(self, attrs: dict) -> dict:
         if "chain" in attrs and attrs["action"] != "redact":
@@ -322,19 +364,23 @@ class MemoryListQuerySerializer(StrictSerializer):
         help_text="Default active; 'all' for every status.",
     )
     type = serializers.ChoiceField(choices=Memory.Type.choices, required=False)
-    entity = serializers.CharField(
+    entity = RuledQueryField(
         required=False,
         max_length=MAX_ENTITY_CHARS,
+        rule=check_entity_filter,
         help_text="An entity's whole name, ignoring case and spacing.",
     )
-    q = serializers.CharField(
+    q = RuledQueryField(
         required=False,
         max_length=MAX_SEARCH_CHARS,
+        rule=check_search,
         help_text="Text search, the same as the memories page's: every word and "
         '"quoted phrase" appears (ignoring case and accents) and no -word does, or '
         "English full-text search matches.",
     )
-    session_id = serializers.CharField(required=False, max_length=MAX_SESSION_ID_CHARS)
+    session_id = RuledQueryField(
+        required=False, max_length=MAX_SESSION_ID_CHARS, rule=check_session_id
+    )
     cursor = serializers.CharField(
         required=False, max_length=MAX_CURSOR_CHARS, help_text="next_cursor of the previous page."
     )

@@ -785,35 +785,21 @@ def memory_edit(request: HttpRequest, pk: int) -> HttpResponse:
         if data.get("replaces")
         else None
     )
-    # Both write nothing new for an edit that changes nothing (Memory.is_unchanged_by).
+    # The one edit path (Memory.edit), the API's supersede's too: nothing new for
+    # an edit that changes nothing; what the owner writes or confirms here
+    # carries the owner's confidence and source (by_owner).
     try:
-        if was_proposal:
-            new = memory.confirm_edited(
-                data["content"],
-                type=data["type"],
-                entities=data["entities"],
-                about=about,
-                replaces=replaces,
-                actor=request.user,
-                via=VIA,
-                reason=data["reason"],
-            )
-        else:
-            # A version the owner wrote carries the owner's confidence and source.
-            owners = not memory.is_unchanged_by(
-                data["content"], type=data["type"], entities=data["entities"], about=about
-            )
-            new = memory.edit(
-                data["content"],
-                type=data["type"],
-                entities=data["entities"],
-                about=about,
-                confidence=1.0 if owners else None,
-                source=Memory.Source.PAGE if owners else None,
-                actor=request.user,
-                via=VIA,
-                reason=data["reason"],
-            )
+        new = memory.edit(
+            data["content"],
+            type=data["type"],
+            entities=data["entities"],
+            about=about,
+            replaces=replaces,
+            by_owner=True,
+            actor=request.user,
+            via=VIA,
+            reason=data["reason"],
+        )
     except IllegalTransition as error:
         messages.error(request, error.message)
         return redirect("memory-detail", pk=memory.pk)

@@ -54,7 +54,7 @@ def test_an_edit_confirms_a_proposal_as_the_new_version_of_another_in_one_step(a
     old = Memory.remember(alice, "Cycles to work.", Memory.Type.SEMANTIC)
     proposal = Memory.propose(alice, "Takes the train to wrok.", Memory.Type.SEMANTIC)
 
-    new = proposal.confirm_edited("Takes the train to work.", replaces=old, actor=alice)
+    new = proposal.edit("Takes the train to work.", replaces=old, by_owner=True, actor=alice)
 
     old.refresh_from_db()
     proposal.refresh_from_db()
@@ -62,7 +62,13 @@ def test_an_edit_confirms_a_proposal_as_the_new_version_of_another_in_one_step(a
     assert old.status == proposal.status == Memory.Status.SUPERSEDED
     assert old.superseded_by_id == proposal.superseded_by_id == new.pk
     confirmed = MemoryEvent.objects.get(memory=new, action=MemoryEvent.Action.CONFIRMED)
-    assert confirmed.data == {"from": "proposed", "edited": proposal.pk, "replaces": old.pk}
+    assert confirmed.data == {
+        "from": "proposed",
+        "edited": proposal.pk,
+        "proposed_confidence": 0.5,
+        "proposed_source": "api",
+        "replaces": old.pk,
+    }
     assert {m.pk for m in Memory.objects.chain(new)} == {old.pk, proposal.pk, new.pk}
 
 
@@ -71,7 +77,7 @@ def test_an_edit_cannot_replace_a_memory_that_is_no_longer_active(alice):
     old.archive()
     proposal = Memory.propose(alice, "Takes the train to work.", Memory.Type.SEMANTIC)
     with pytest.raises(Exception, match="only an active memory is replaced"):
-        proposal.confirm_edited("Takes the 8:15 train to work.", replaces=old)
+        proposal.edit("Takes the 8:15 train to work.", replaces=old, by_owner=True)
     proposal.refresh_from_db()
     assert proposal.status == Memory.Status.PROPOSED
 

@@ -1,4 +1,4 @@
-"""An edit that changes nothing writes nothing (Memory.edit, Memory.confirm_edited)."""
+"""An edit that changes nothing writes nothing (Memory.edit, the pages' and the API's)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_it_confirms_an_unchanged_proposal_as_it_is(alice):
 
 def test_it_confirms_an_unchanged_proposal_edited_then_confirmed(alice):
     memory = make_memory(alice, "Likes tea.", status=Memory.Status.PROPOSED)
-    head = memory.confirm_edited("Likes tea.", type="semantic", entities=[], via="page")
+    head = memory.edit("Likes tea.", type="semantic", entities=[], by_owner=True, via="page")
     assert head.pk == memory.pk
     assert head.status == Memory.Status.ACTIVE
     assert Memory.objects.count() == 1

@@ -79,8 +79,8 @@ def test_it_gives_the_owners_edit_the_owners_confidence_and_source(alice):
         source=Memory.Source.EXTRACTION,
     )
 
-    new = proposal.confirm_edited(
-        "Prefers window seats.", entities=["flights"], actor=alice, via="page"
+    new = proposal.edit(
+        "Prefers window seats.", entities=["flights"], by_owner=True, actor=alice, via="page"
     )
 
     proposal.refresh_from_db()
@@ -91,13 +91,16 @@ def test_it_gives_the_owners_edit_the_owners_confidence_and_source(alice):
     assert new.events.get(action=Action.CONFIRMED).data == {
         "from": "proposed",
         "edited": proposal.pk,
+        "proposed_confidence": 0.55,
+        "proposed_source": "extraction",
     }
 
 
-def test_it_edits_then_confirms_only_a_proposal(alice):
-    active = make_memory(alice, status=Status.ACTIVE)
+def test_it_edits_then_confirms_only_a_proposal_that_is_still_one(alice):
+    proposal = make_memory(alice, status=Status.PROPOSED)
+    Memory.objects.get(pk=proposal.pk).reject()
     with pytest.raises(IllegalTransition, match="Cannot confirm"):
-        active.confirm_edited("Something else.")
+        proposal.edit("Something else.", by_owner=True)
 
 
 def test_it_restores_a_rejected_memory_to_the_queue(alice):

@@ -85,7 +85,7 @@ def test_it_refuses_a_reason_over_the_limit_when_editing(alice_client, alice):
             "reason": "r" * (MAX_REASON_CHARS + 1),
         },
     )
-    assert "at most" in response.context["form"].errors["reason"][0]
+    assert "At most" in response.context["form"].errors["reason"][0]
     assert Memory.objects.count() == 1
 
 
@@ -110,7 +110,7 @@ def test_it_searches_up_to_the_limit(alice_client, alice):
     assert len(at_limit.context["memories"]) == 1
     over = alice_client.get(reverse("memory-list"), {"q": "t" * (MAX_SEARCH_CHARS + 1)})
     assert over.context["invalid"]
-    assert "at most" in over.context["form"].errors["q"][0]
+    assert "At most" in over.context["form"].errors["q"][0]
 
 
 def test_it_filters_by_entity_ignoring_spacing(alice_client, alice):

@@ -51,7 +51,7 @@ def test_it_goes_to_the_list_when_next_is_not_one_of_ours(alice_client, alice):
     ("data", "field", "message"),
     [
         ({"content": "   "}, "content", "This field is required."),
-        ({"content": "x" * (settings.MAX_CONTENT_CHARS + 1)}, "content", "at most"),
+        ({"content": "x" * (settings.MAX_CONTENT_CHARS + 1)}, "content", "At most"),
         ({"type": "gossip"}, "type", "Select a valid choice."),
     ],
 )
