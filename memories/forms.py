@@ -19,6 +19,7 @@ from memories.about import (
     SET_BY_OWNER,
     SUBJECT_KINDS,
     About,
+    checked_about,
 )
 from memories.models import (
     MAX_ENTITIES,
@@ -132,10 +133,9 @@ class MemoryEditForm(MemoryFieldsForm):
     proposal (optionally as the new version of an active memory it updates), and
     what the memory is about, which the owner may correct."""
 
-    about_subject = forms.CharField(
+    about_subject = RuledField(
         required=False,
-        max_length=MAX_SUBJECT_CHARS,
-        strip=True,
+        limit=MAX_SUBJECT_CHARS,
         label="About whom or what",
         help_text='"you", or a person, pet, organisation or thing: "brother Tom", "Biscuit".',
         widget=forms.TextInput(attrs={"dir": "auto"}),
@@ -148,17 +148,15 @@ class MemoryEditForm(MemoryFieldsForm):
         label="Which is",
         initial=SELF,
     )
-    about_aspect = forms.CharField(
+    about_aspect = RuledField(
         required=False,
-        max_length=MAX_ASPECT_CHARS,
-        strip=True,
+        limit=MAX_ASPECT_CHARS,
         label="Aspect",
         help_text='What about them: "home", "job", "commute", "preference:seat", ….',
     )
-    about_occasion = forms.CharField(
+    about_occasion = RuledField(
         required=False,
-        max_length=MAX_OCCASION_CHARS,
-        strip=True,
+        limit=MAX_OCCASION_CHARS,
         label="Occasion (events)",
         help_text='When, for an event: "2019-05", "2027-04-12".',
     )
@@ -206,20 +204,9 @@ class MemoryEditForm(MemoryFieldsForm):
     def about_given(self, memory: Memory) -> About | None:
         """The about the owner set, or None when the fields still say what the
         memory's about already says (a new text then gets its about read anew)."""
-        data = self.cleaned_data
-        if not data["about_kind"]:
+        given = self.cleaned_data.get("about")
+        if given is None:
             return None
-        kind = data["about_kind"]
-        subject = data["about_subject"]
-        if kind == SELF or subject.casefold() in {"you", "me", "self", "myself", "owner"}:
-            kind, subject = SELF, SELF
-        given = About(
-            subject=subject or SELF,
-            kind=kind,
-            aspect=" ".join(data["about_aspect"].lower().split()),
-            occasion=data["about_occasion"],
-            set_by=SET_BY_OWNER,
-        )
         current = memory.about
         if (given.subject, given.kind, given.aspect, given.occasion) == (
             current.subject,
@@ -232,12 +219,28 @@ class MemoryEditForm(MemoryFieldsForm):
 
     def clean(self) -> dict:
         data = super().clean()
-        if (
-            data.get("about_kind")
-            and data["about_kind"] != SELF
-            and data.get("about_subject", "").casefold() in {"", "you", "self"}
-        ):
+        kind = data.get("about_kind")
+        subject = data.get("about_subject", "")
+        data["about"] = None
+        if not kind:
+            return data
+        if kind != SELF and subject.casefold() in {"", "you", "self"}:
             self.add_error("about_subject", "Say whom or what it is about.")
+            return data
+        if kind == SELF or subject.casefold() in {"you", "me", "self", "myself", "owner"}:
+            kind, subject = SELF, SELF
+        given = {
+            "subject": subject,
+            "kind": kind,
+            "aspect": data.get("about_aspect", ""),
+            "occasion": data.get("about_occasion", ""),
+        }
+        # The API's check (memories/about.py), and its sentence beside the field.
+        try:
+            data["about"] = checked_about(given, set_by=SET_BY_OWNER)
+        except ValueError as error:
+            field = "about_" + str(error).split(" ", 1)[0].removeprefix("about.")
+            self.add_error(field if field in self.fields else None, str(error))
         return data
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from memories.about import MAX_SUBJECT_CHARS
 from memories.models import MAX_ENTITIES, MAX_ENTITY_CHARS, MAX_REASON_CHARS, Memory
 
 # 80 names that are 40 once de-duplicated (case and spacing ignored): within the limit.
@@ -114,3 +115,31 @@ def test_a_list_search_over_the_limit_is_refused_by_both_in_one_sentence(alice_a
     response = page.get(reverse("memory-list"), {"q": text})
     assert response.context["invalid"]
     assert by_api == page_error(response, "q")
+
+
+def test_an_about_over_its_limit_is_refused_by_both_in_one_sentence(alice_api, page, alice):
+    memory = Memory.remember(alice, "Tom lives in Leeds.", Memory.Type.SEMANTIC)
+    subject = "brother " + "T" * MAX_SUBJECT_CHARS
+    about = {"subject": subject, "kind": "person", "aspect": "home", "occasion": ""}
+    by_api = api_error(
+        alice_api.post(f"/v1/memories/{memory.pk}", {"action": "supersede", "about": about}),
+        "about",
+    )
+    on_page = page_error(
+        page.post(
+            reverse("memory-edit", args=[memory.pk]),
+            {
+                "content": "Tom lives in Leeds.",
+                "type": "semantic",
+                "entities": "",
+                "about_subject": subject,
+                "about_kind": "person",
+                "about_aspect": "home",
+                "about_occasion": "",
+            },
+        ),
+        "about_subject",
+    )
+    assert by_api == on_page
+    assert by_api.startswith("about.subject is")
+    assert Memory.objects.count() == 1
