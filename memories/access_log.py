@@ -9,8 +9,9 @@ dry run by the owner, and nothing reaches an assistant.
 
 The record is written after the answer, on a background thread, the way
 recall stamps ``last_retrieved_at`` (retrieval/recall.py): a search never waits
-for it. Inside a transaction, or with ``STAMP_IN_BACKGROUND`` off (the tests),
-it is written at once on the caller's connection.
+for it, and the records of searches answered meanwhile go in the same insert.
+Inside a transaction, or with ``STAMP_IN_BACKGROUND`` off (the tests), it is
+written at once on the caller's connection.
 
 Records older than ``ACCESS_LOG_DAYS`` days are deleted by the daily job
 (``prune``). A redaction scrubs the query preview of every record that
@@ -21,6 +22,7 @@ the memory ids stay, so the memory's page still says where it went.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -115,20 +117,44 @@ def record_search(owner, token, query: str, answer: dict, *, source: str) -> Non
         "query_preview": preview_of(query),
     }
     if must_run_inline() or not settings.STAMP_IN_BACKGROUND:
-        _write(values)
+        _write([values])
     else:
-        _writer.submit(_write_in_background, values)
+        with _pending_lock:
+            _pending.append(values)
+        _writer.submit(_write_in_background)
 
 
-def _write(values: dict) -> None:
-    AccessRecord.objects.create(**values)
+def _write(rows: list[dict]) -> None:
+    AccessRecord.objects.bulk_create([AccessRecord(**values) for values in rows])
 
 
-def _write_in_background(values: dict) -> None:
+# Records waiting for the writer thread. Each search queues one and a turn of
+# the writer; a turn writes every record waiting in one statement, so under
+# load many searches cost one insert and one commit, and the turns queued
+# behind it find nothing left to do.
+_pending: list[dict] = []
+_pending_lock = threading.Lock()
+
+
+def _write_in_background() -> None:
+    with _pending_lock:
+        rows = _pending[:]
+        _pending.clear()
+    if not rows:
+        return
     try:
-        _write(values)
+        _write(rows)
+        return
     except Exception:
-        logger.exception("could not write the access record of a search")
+        if len(rows) == 1:
+            logger.exception("could not write the access record of a search")
+            return
+    # One bad record (its token deleted meanwhile, say) costs only itself.
+    for values in rows:
+        try:
+            _write([values])
+        except Exception:
+            logger.exception("could not write the access record of a search")
 
 
 _writer = ThreadPool("access-log", 1)

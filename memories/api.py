@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import prefetch_related_objects
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -62,6 +63,7 @@ from memories.serializers import (
     SearchSerializer,
     reject_lone_surrogates,
 )
+from memories.tasks import vector_stored
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
 from timothy.request_body import is_unsized_chunked
@@ -351,17 +353,19 @@ class MemoryCollectionView(ApiView):
         )
         # The caller's about, or the one judged here (with the embedding's help).
         fields["about"] = data.get("about") or found.about
-        if data["mode"] == MemoryCreateSerializer.Mode.REMEMBER:
-            memory = remember_once(owner, data["content"], data["type"], found, **fields)
-        else:
-            if "confidence" in data:
-                fields["confidence"] = data["confidence"]
-            memory = Memory.propose(owner, data["content"], data["type"], **fields)
-        if found.embedding is not None:
-            # Computed for the check already: the background task need not do it again.
-            Memory.objects.filter(pk=memory.pk, embedding__isnull=True).update(
-                embedding=found.embedding
-            )
+        with transaction.atomic():
+            if data["mode"] == MemoryCreateSerializer.Mode.REMEMBER:
+                memory = remember_once(owner, data["content"], data["type"], found, **fields)
+            else:
+                if "confidence" in data:
+                    fields["confidence"] = data["confidence"]
+                memory = Memory.propose(owner, data["content"], data["type"], **fields)
+            # Computed for the check already: stored in the row's own transaction,
+            # and no background task queued to compute it again.
+            if found.embedding is not None and Memory.objects.filter(
+                pk=memory.pk, embedding__isnull=True
+            ).update(embedding=found.embedding):
+                vector_stored(memory.pk)
         body = memory_to_dict(memory) | {"related": found.to_list()}
         return Response(body, status=status.HTTP_201_CREATED)
 

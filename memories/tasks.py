@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -198,9 +199,30 @@ def _advisory_lock(key: int) -> Iterator[bool]:
                 pass  # the session is gone, and its lock with it
 
 
+# The memory this thread wrote with its vector, in the transaction still open
+# (``vector_stored``): its commit queues no embedding task.
+_with_vector = threading.local()
+
+
+def vector_stored(memory_id: int) -> None:
+    """The caller stored ``memory_id``'s vector in the transaction that writes the
+    row (the API's create computes it to compare with the owner's memories): when
+    that transaction commits, ``queue_embedding`` queues no task for it. A
+    thread writes one such memory at a time, so this replaces any earlier one
+    (whose transaction has ended, committed or not)."""
+    _with_vector.memory_id = memory_id
+
+
 @receiver(memory_written, dispatch_uid="memories.tasks.queue_embedding")
 def queue_embedding(sender, memory_id: int, **kwargs) -> None:
-    """A new row gets its vector in the background; the write never waits or fails for it."""
+    """A new row gets its vector in the background; the write never waits or fails for it.
+
+    Not for a row written with its vector (``vector_stored``): the task would
+    only find it done, at the cost of a queue insert, a poll and a run.
+    """
+    if getattr(_with_vector, "memory_id", None) == memory_id:
+        _with_vector.memory_id = None
+        return
     try:
         if get_provider() is None:
             return

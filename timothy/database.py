@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import select
 import threading
 import time
 import warnings
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import psutil
 import psycopg
+from psycopg import pq
 from psycopg.conninfo import make_conninfo
 
 logger = logging.getLogger(__name__)
@@ -288,7 +290,9 @@ def database_settings(url: str, data_dir: Path, test_name: str = "") -> dict:
     """Django's DATABASES entry for ``url`` (empty: the embedded server in ``data_dir``).
 
     Computes only: nothing is started or connected (``ensure_running`` starts
-    the embedded server).
+    the embedded server). Connections are kept for a minute and checked before a
+    request uses one (``conn_health_checks``); the check costs no round trip
+    while the connection is idle and quiet (``quiet_and_idle``).
     """
     import dj_database_url
 
@@ -310,6 +314,29 @@ def database_settings(url: str, data_dir: Path, test_name: str = "") -> dict:
     if test_name:
         config["TEST"] = {"NAME": test_name}
     return config
+
+
+def quiet_and_idle(connection: psycopg.Connection) -> bool:
+    """Whether a kept connection can be handed to the next request as it is,
+    without asking the server (``SELECT 1``, Django's health check: a round trip
+    before every request).
+
+    True when psycopg holds it open and idle (no transaction) and the server has
+    sent nothing since the last answer. A server that ended the session (a
+    restart, a killed backend, ``pg_terminate_backend``) closes the socket or
+    says why first, and either makes it readable: then only a real check tells.
+    A server that merely stopped answering is the stall guard's (below).
+    """
+    if connection.closed:
+        return False
+    pgconn = connection.pgconn
+    if pgconn.status != pq.ConnStatus.OK:
+        return False
+    if pgconn.transaction_status != pq.TransactionStatus.IDLE:
+        return False
+    poller = select.poll()
+    poller.register(pgconn.socket, select.POLLIN | select.POLLPRI)
+    return not poller.poll(0)
 
 
 # --- A server that stops answering ------------------------------------------------

@@ -1,0 +1,44 @@
+"""A create stores the vector it computed with its row and queues no task to compute it again."""
+
+from __future__ import annotations
+
+import pytest
+from django_q.models import OrmQ, Task
+
+from memories.models import Memory
+from tests.api.conftest import ApiClient, issue_token
+from tests.fakes.openai_server import EMBEDDINGS, Answer, deterministic_vector
+
+TEXT = "Alice keeps bees on the roof of her building in Porto."
+
+
+@pytest.fixture
+def alice_api(live_server, alice):
+    client = ApiClient(live_server.url, issue_token(alice))
+    yield client
+    client.session.close()
+
+
+@pytest.mark.parametrize("mode", ["remember", "propose"])
+def test_a_create_stores_its_vector_and_queues_no_task(openai_embeddings, alice_api, mode):
+    created = alice_api.create(TEXT, mode=mode)
+    memory = Memory.objects.get(pk=created["id"])
+    assert list(memory.embedding) == pytest.approx(deterministic_vector(TEXT, 384), abs=1e-6)
+    # The vector computed to compare with Alice's memories was stored with the row:
+    # no embedding task was queued (the suite runs django-q in sync mode, which
+    # would have run one and kept its record), and the text was embedded once.
+    assert Task.objects.count() == 0
+    assert OrmQ.objects.count() == 0
+    assert len(openai_embeddings.requests_to(EMBEDDINGS)) == 1
+
+
+def test_a_create_whose_vector_could_not_be_computed_still_gets_one_in_the_background(
+    openai_embeddings, alice_api
+):
+    # The create's own embedding fails; the background task's succeeds.
+    openai_embeddings.queue(EMBEDDINGS, Answer(status=400, json={"error": {"message": "no"}}))
+    created = alice_api.create(TEXT)
+    memory = Memory.objects.get(pk=created["id"])
+    assert list(memory.embedding) == pytest.approx(deterministic_vector(TEXT, 384), abs=1e-6)
+    assert Task.objects.filter(func="memories.tasks.embed_memory").count() == 1
+    assert len(openai_embeddings.requests_to(EMBEDDINGS)) == 2
