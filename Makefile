@@ -10,9 +10,10 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run mcp chat test lint format migrations-check system-packages clean-venv
 
+# The venv's own pip (the one Python ships) installs these pinned wheels as
+# well as the newest would; upgrading it first cost a download and an install.
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
 
 $(VENV)/.runtime-installed: requirements.txt requirements-model.txt | $(PY)
 	$(PY) -m pip install -q -r requirements.txt
