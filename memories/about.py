@@ -53,6 +53,9 @@ MAX_SUBJECT_CHARS = 120
 MAX_ASPECT_CHARS = 80
 MAX_OCCASION_CHARS = 40
 
+# The aspect of an event no cue pattern places.
+UNPLACED_EVENT = "event"
+
 # Two events without a date in their text, written this many days apart or
 # more, are taken to be two occasions.
 SAME_OCCASION_MAX_DAYS = 31
@@ -878,6 +881,7 @@ ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
     (
         "home",
         r"\blives\b|\blived\b|\b(?:i|we|they) live\b|\bliving (?:in|at|with|on)\b|"
+        r"\blive (?:in|at|with|on|now)\b|"
         r"\bmoved (?:to|into|house|in|out|back)\b|"
         r"\bmoving (?:to|house|out)\b|\brelocat\w*|\baddress\b|\bflat\b|\bapartment\b|\brents?\b|"
         r"\bmortgage\b|\bresides?\b|\bbased in\b|\bhome (?:is|town)\b|\bhouse (?:in|on)\b|"
@@ -1023,7 +1027,7 @@ def _aspect_of(text: str, memory_type: str) -> str:
     lowered = text.lower().replace("’", "'")
     aspect = next(
         (name for name, pattern in _COMPILED_ASPECTS if pattern.search(lowered)),
-        "event" if memory_type == "episodic" else "",
+        UNPLACED_EVENT if memory_type == "episodic" else "",
     )
     if memory_type == "preference" and not aspect:
         named = _NAMED_PREFERENCE.search(lowered)
@@ -1475,7 +1479,7 @@ def aspect_by_meaning(vector, provider) -> str:
 
 def refined(about: About, memory_type: str, vector, provider) -> About:
     """``about`` with an aspect by meaning where the rules found none."""
-    if about.set_by != SET_BY_RULES or (about.aspect and about.aspect != "event"):
+    if about.set_by != SET_BY_RULES or (about.aspect and about.aspect != UNPLACED_EVENT):
         return about
     aspect = aspect_by_meaning(vector, provider)
     if not aspect:
@@ -1496,8 +1500,10 @@ def topic_of(aspect: str) -> str:
 
 
 def same_aspect(first: About, second: About) -> bool | None:
-    """Whether two abouts name one aspect; None when either is unknown."""
-    if not first.aspect or not second.aspect:
+    """Whether two abouts name one aspect; None when either is unknown (an
+    event that no pattern places, "event", names none: "Moved the notes into
+    Obsidian" may well change "Keeps notes in Notion")."""
+    if not first.aspect or not second.aspect or UNPLACED_EVENT in (first.aspect, second.aspect):
         return None
     return topic_of(first.aspect) == topic_of(second.aspect)
 
@@ -1606,17 +1612,27 @@ _ASKED_RELATION = re.compile(
 
 def asked_about(query: str) -> About:
     """Whom a question asks about: "my brother Arjun", "Mum's", "Biscuit", "Helen";
-    the owner when it names nobody ("Where do I live now?")."""
+    the owner when it names nobody ("Where do I live now?") or asks in the first
+    person ("Am I still seeing Ruth?")."""
     for match in _ASKED_RELATION.finditer(query):
         role = _role(match.group(1))
         if role:
             name = (match.group(2) or "").replace("’", "'").removesuffix("'s")
             return About(f"{role} {name}".strip(), PERSON)
     words = _words(query)
-    for index, word in enumerate(words):
+    for word in words:
         bare = word.removesuffix("'s")
         if _role(bare) and word[0].isupper():
             return About(_role(bare), PERSON)
+    if {word.lower() for word in words} & _FIRST_PERSON:
+        # "Which part of London do I live in?", "Am I still seeing Ruth?", "my
+        # current PB": the owner asks about themself; a name is the object.
+        return About()
+    for index, word in enumerate(words):
+        bare = word.removesuffix("'s")
         if index and _is_name(bare) and bare.lower() not in _OPENING_WORDS | {"i", "i'm"}:
             return About(bare, PERSON)
     return About()
+
+
+_FIRST_PERSON = frozenset(["i", "i'm", "i've", "i'd", "me", "my", "mine", "myself"])

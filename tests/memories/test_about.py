@@ -10,12 +10,15 @@ from memories.about import (
     PERSON,
     PET,
     SELF,
+    UNPLACED_EVENT,
     About,
+    asked_about,
     checked_about,
     derive_about,
     is_multi_valued,
     newer_replaces,
     occasion_of,
+    same_aspect,
     same_occasion,
     same_subject,
 )
@@ -151,6 +154,36 @@ def test_a_newer_memory_replaces_an_older_one_only_about_the_same_subject_and_as
     assert newer_replaces(
         meds, switched, "Takes metoprolol daily.", "Switched from metoprolol to bisoprolol."
     )
+
+
+def test_an_event_no_pattern_places_names_no_aspect():
+    notes = about("Keeps her journal and reading notes in Notion.")
+    moved = about("Moved all her notes into Obsidian in January 2026.", "episodic")
+    assert moved.aspect == UNPLACED_EVENT
+    assert same_aspect(notes, moved) is None
+    # Unknown, the embeddings decide (SAME_ASPECT_MIN_SIMILARITY), not "two aspects".
+    old, new = "Keeps her journal and reading notes in Notion.", moved
+    assert newer_replaces(notes, new, old, "Moved all her notes into Obsidian.", similarity=0.54)
+    assert not newer_replaces(notes, new, old, "Moved all her notes into Obsidian.", similarity=0.3)
+
+
+@pytest.mark.parametrize(
+    ("question", "subject"),
+    [
+        ("Where do I live now?", SELF),
+        ("Which part of London do I live in these days?", SELF),
+        ("Am I still seeing Ruth every week?", SELF),
+        ("What's my current half marathon PB?", SELF),
+        ("Do I still co-own Kōtuku?", SELF),
+        ("Which city is my brother Arjun based in now?", "brother Arjun"),
+        ("How is Mum's diabetes being treated now?", "mother"),
+        ("Is Helen still working at the library?", "Helen"),
+        ("Which city does Matthew live in now?", "Matthew"),
+    ],
+)
+def test_a_question_in_the_first_person_asks_about_the_owner(question, subject):
+    # A name after "I" or "my" is what the owner asks about, not whom.
+    assert asked_about(question).subject == subject
 
 
 def test_an_about_given_by_a_caller_is_checked():
