@@ -34,9 +34,10 @@ import json
 import logging
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 from memories.about import (
     About,
@@ -149,6 +150,27 @@ NUMBER_WORDS = {
         ]
     )
 }
+ORDINAL_WORDS = {
+    word: str(value)
+    for value, word in enumerate(
+        [
+            "first",
+            "second",
+            "third",
+            "fourth",
+            "fifth",
+            "sixth",
+            "seventh",
+            "eighth",
+            "ninth",
+            "tenth",
+            "eleventh",
+            "twelfth",
+        ],
+        start=1,
+    )
+}
+_DIGIT_ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
 # Words that say the new text changes what was true before.
 CHANGE_MARKERS = {
     "now",
@@ -215,7 +237,9 @@ def normalized_text(text: str) -> str:
 
 def _value_token(word: str) -> str:
     word = word.lower().removesuffix("'s").removesuffix("’s").strip(".,:'’")
-    word = NUMBER_WORDS.get(word, word)
+    word = NUMBER_WORDS.get(word) or ORDINAL_WORDS.get(word) or word
+    # "7th" and "seventh" name one value.
+    word = _DIGIT_ORDINAL.sub(r"\1", word)
     # "Fridays" and "Friday", "kids" and "kid" name the same value.
     if word.isalpha() and len(word) > 3 and word.endswith("s"):
         word = word[:-1]
@@ -251,6 +275,7 @@ def _text_values(text: str) -> frozenset[str]:
             not word.isalpha()
             and (any(char.isdigit() for char in word) or "@" in word)
             or lower in NUMBER_WORDS
+            or lower in ORDINAL_WORDS
             or (word[0].isupper() and not starts)
             or not word[1:].islower()
             and any(char.isupper() for char in word[1:])
@@ -334,6 +359,9 @@ class PairSignals:
     shared_value: bool = False
     # Both are events, on a date each text names, and the dates differ in the day.
     redated: bool = False
+    # Both memories are events (episodic); both of one type.
+    both_events: bool = False
+    same_type: bool = True
 
     @property
     def why(self) -> str:
@@ -534,6 +562,8 @@ def _about_signals(
     return {
         "old_about": old_about,
         "new_about": new_about,
+        "both_events": both_events,
+        "same_type": old_type == new_type,
         "same_subject": same_subject(old_about, new_about),
         "same_aspect": same_aspect,
         "same_occasion": same_event,
@@ -578,20 +608,30 @@ class Thresholds:
 
 
 DEFAULT_THRESHOLDS = Thresholds()
+# ``classify``'s default: the classifier stored in CLASSIFIER_PATH.
+STORED = object()
 
 
 def classify(
-    signals: PairSignals, thresholds: Thresholds = DEFAULT_THRESHOLDS
+    signals: PairSignals,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    *,
+    learned: LearnedClassifier | None | object = STORED,
 ) -> tuple[str | None, float]:
     """(relation or None for unrelated, score in [0, 1]) of one pair.
 
     The score is the cosine when there are embeddings, else the lexeme overlap.
-    With what each side is about (``old_about``/``new_about``), the pair is
-    judged by subject, aspect and occasion (``classify_by_about``).
+    With what each side is about (``old_about``/``new_about``) and embeddings,
+    the learned classifier weighs the about signals (``LearnedClassifier``;
+    ``learned`` None uses the rules instead); without embeddings the rules
+    judge by subject, aspect and occasion (``classify_by_about``).
     """
     if signals.same_text:
         return DUPLICATE, 1.0
     if signals.old_about is not None and signals.new_about is not None:
+        model = stored_classifier() if learned is STORED else learned
+        if model is not None and signals.cosine is not None:
+            return model.classify(signals)
         return classify_by_about(signals)
     if signals.other_person:
         return None, 0.0
@@ -678,6 +718,138 @@ def classify_by_about(signals: PairSignals) -> tuple[str | None, float]:
     if signals.lexical >= DUPLICATE_MIN_LEXICAL and not signals.replaces_words:
         return DUPLICATE, score
     return UPDATE, score
+
+
+# --- the learned judgement ----------------------------------------------------------
+
+# The rules above read each signal on its own; which of them matter, and how
+# much, is learned from the labelled pairs (``manage.py related_eval --fit``
+# writes this file; ``--cross-persona`` measures it on personas it was not
+# fitted on). Fitted on the local MiniLM's cosines.
+CLASSIFIER_PATH = Path(__file__).resolve().parent / "data" / "related-classifier.json"
+CLASSIFIER_FORMAT = "timothy-related-classifier/1"
+UNRELATED = "unrelated"
+CLASSES = (UNRELATED, DUPLICATE, UPDATE)
+# A pair is related when the classifier gives duplicate and update together
+# at least this probability ...
+RELATED_MIN_PROBABILITY = 0.5
+# ... and a duplicate only when duplicate alone has this probability:
+# extraction drops a duplicate, and an update only asks the owner to look.
+DUPLICATE_MIN_PROBABILITY = 0.6
+
+
+def _flag(value: bool | None) -> float:
+    return 1.0 if value else 0.0
+
+
+PAIR_FEATURES: tuple[tuple[str, Callable[[PairSignals], float]], ...] = (
+    ("cosine", lambda s: s.cosine or 0.0),
+    ("cosine squared", lambda s: (s.cosine or 0.0) ** 2),
+    ("lexeme overlap", lambda s: s.lexical),
+    ("same subject", lambda s: _flag(s.same_subject)),
+    ("same aspect", lambda s: _flag(s.same_aspect is True)),
+    ("another aspect", lambda s: _flag(s.same_aspect is False)),
+    ("same occasion", lambda s: _flag(s.same_occasion is True)),
+    ("another occasion", lambda s: _flag(s.same_occasion is False)),
+    ("several values", lambda s: _flag(s.multi_valued)),
+    ("shared object", lambda s: _flag(s.shared_object)),
+    ("shared value", lambda s: _flag(s.shared_value)),
+    ("word swapped", lambda s: _flag(s.substitution)),
+    ("no word shared", lambda s: _flag(s.disjoint)),
+    ("verb swapped", lambda s: _flag(s.frame_swap)),
+    ("redated", lambda s: _flag(s.redated)),
+    ("values conflict", lambda s: _flag(s.value_conflict)),
+    ("says changed", lambda s: _flag(s.changed)),
+    ("adds detail", lambda s: _flag(s.adds_detail)),
+    ("words replaced", lambda s: _flag(s.replaces_words)),
+    ("another person named", lambda s: _flag(s.other_person)),
+    ("shared entity", lambda s: _flag(s.shared_entities > 0)),
+    ("both events", lambda s: _flag(s.both_events)),
+    ("same type", lambda s: _flag(s.same_type)),
+    ("cosine, same subject", lambda s: (s.cosine or 0.0) * _flag(s.same_subject)),
+    ("cosine, another aspect", lambda s: (s.cosine or 0.0) * _flag(s.same_aspect is False)),
+    (
+        "cosine, another of several",
+        lambda s: (s.cosine or 0.0) * _flag(s.multi_valued and not s.shared_object),
+    ),
+    ("cosine, values conflict", lambda s: (s.cosine or 0.0) * _flag(s.value_conflict)),
+    # What the hand-written rules make of the pair: the classifier learns when to
+    # trust them.
+    ("rules: duplicate", lambda s: _flag(classify_by_about(s)[0] == DUPLICATE)),
+    ("rules: update", lambda s: _flag(classify_by_about(s)[0] == UPDATE)),
+    ("rules: see also", lambda s: _flag(classify_by_about(s)[0] == SEE_ALSO)),
+    ("cosine, says changed", lambda s: (s.cosine or 0.0) * _flag(s.changed)),
+)
+
+
+def pair_features(signals: PairSignals) -> list[float]:
+    return [float(feature(signals)) for _, feature in PAIR_FEATURES]
+
+
+@dataclass(frozen=True)
+class LearnedClassifier:
+    """A multinomial logistic regression over ``PAIR_FEATURES``, standardised."""
+
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    # One row per feature and a last one for the bias; one column per class.
+    weights: tuple[tuple[float, ...], ...]
+
+    def probabilities(self, signals: PairSignals) -> dict[str, float]:
+        values = pair_features(signals)
+        logits = [self.weights[-1][k] for k in range(len(CLASSES))]
+        for i, value in enumerate(values):
+            standard = (value - self.mean[i]) / self.scale[i]
+            for k in range(len(CLASSES)):
+                logits[k] += standard * self.weights[i][k]
+        top = max(logits)
+        exps = [math.exp(logit - top) for logit in logits]
+        total = sum(exps)
+        return {name: e / total for name, e in zip(CLASSES, exps, strict=True)}
+
+    def classify(self, signals: PairSignals) -> tuple[str | None, float]:
+        score = max(0.0, min(1.0, signals.cosine or 0.0))
+        p = self.probabilities(signals)
+        related = p[DUPLICATE] + p[UPDATE]
+        if related < RELATED_MIN_PROBABILITY:
+            return (SEE_ALSO, score) if _near(signals) else (None, score)
+        return (DUPLICATE if p[DUPLICATE] >= DUPLICATE_MIN_PROBABILITY else UPDATE), score
+
+    def to_document(self, **about_the_fit) -> dict:
+        return {
+            "format": CLASSIFIER_FORMAT,
+            **about_the_fit,
+            "classes": list(CLASSES),
+            "features": list(self.features),
+            "mean": list(self.mean),
+            "scale": list(self.scale),
+            "weights": [list(row) for row in self.weights],
+        }
+
+    @classmethod
+    def from_document(cls, document: dict) -> LearnedClassifier:
+        names = tuple(name for name, _ in PAIR_FEATURES)
+        if document.get("format") != CLASSIFIER_FORMAT or tuple(document["features"]) != names:
+            raise ValueError("the classifier file does not match PAIR_FEATURES: fit it again")
+        return cls(
+            features=names,
+            mean=tuple(document["mean"]),
+            scale=tuple(document["scale"]),
+            weights=tuple(tuple(row) for row in document["weights"]),
+        )
+
+
+@lru_cache(maxsize=1)
+def stored_classifier() -> LearnedClassifier | None:
+    """The classifier fitted on the labelled pairs, or None (the rules judge)
+    when its file is missing or does not match the features."""
+    try:
+        document = json.loads(CLASSIFIER_PATH.read_text(encoding="utf-8"))
+        return LearnedClassifier.from_document(document)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        logger.warning("Judging related memories by the rules: %s", error)
+        return None
 
 
 def _near(signals: PairSignals) -> bool:

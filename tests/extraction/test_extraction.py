@@ -128,8 +128,10 @@ def test_it_does_not_propose_a_duplicate_of_an_active_memory(fake_llm, openai_em
     maria = make_memory(alice, "Alice's sister is called Maria.", embedding=unit(0.0))
     make_memory(alice, "Alice once lived in Rome.", embedding=unit(math.pi / 2))
     fake_llm.vectors["The owner has a sister named Maria."] = unit(math.acos(0.96))
-    # Close to the Rome memory, but below the duplicate threshold: an update at most.
-    fake_llm.vectors["The owner spent a year in Rome."] = unit(math.pi / 2 - math.acos(0.70))
+    # Close to the Rome memory, but below the duplicate threshold: an update at
+    # most; and, like a real embedding of it, nowhere near the sister's.
+    rome_then = [0.0, 0.70, math.sqrt(1 - 0.70**2)] + [0.0] * 381
+    fake_llm.vectors["The owner spent a year in Rome."] = rome_then
     fake_llm.queue(
         CHAT,
         answer(
@@ -140,7 +142,7 @@ def test_it_does_not_propose_a_duplicate_of_an_active_memory(fake_llm, openai_em
     result = extract(alice, "s", "turn_end", TURNS)
     assert [m.content for m in result.written] == ["The owner spent a year in Rome."]
     assert list(Memory.objects.get(pk=result.written[0].pk).embedding) == pytest.approx(
-        unit(math.pi / 2 - math.acos(0.70)), abs=1e-6
+        rome_then, abs=1e-6
     )
     [skipped] = result.skipped
     assert (skipped.content, skipped.duplicate_of) == (

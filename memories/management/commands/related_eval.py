@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from memories.related import CLASSIFIER_PATH, stored_classifier
 from memories.related_evaluation import (
     DEFAULT_PAIRS,
     LABELS,
@@ -14,9 +17,12 @@ from memories.related_evaluation import (
     Judgements,
     PairsError,
     about_accuracy,
+    cross_persona,
+    fit_classifier,
     judgements,
     load_pairs,
     measure,
+    predict,
     signals_of,
 )
 from retrieval.embeddings import EmbeddingError, get_provider
@@ -34,9 +40,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "pairs",
-            nargs="?",
-            default=str(DEFAULT_PAIRS),
-            help="A timothy-related-pairs file (format 1 or 2); default: the about pairs.",
+            nargs="*",
+            default=[str(path) for path in DEFAULT_PAIRS],
+            help="timothy-related-pairs files (format 1 or 2), read as one set; default: the "
+            "about pairs and their holdout (eight personas).",
         )
         parser.add_argument(
             "--split",
@@ -52,14 +59,37 @@ class Command(BaseCommand):
         parser.add_argument(
             "--mistakes", action="store_true", help="List the pairs each mode gets wrong."
         )
+        judge = parser.add_mutually_exclusive_group()
+        judge.add_argument(
+            "--cross-persona",
+            action="store_true",
+            help="Judge each persona's pairs with a classifier fitted on the other personas "
+            "only (how it does on people it has never seen).",
+        )
+        judge.add_argument(
+            "--rules",
+            action="store_true",
+            help="Judge by the rules alone, without the learned classifier.",
+        )
+        judge.add_argument(
+            "--fit",
+            action="store_true",
+            help=f"Fit the classifier on every pair of the file and write {CLASSIFIER_PATH.name} "
+            "(needs embeddings); then report as usual.",
+        )
 
     def handle(self, *args, **options) -> None:
+        self.pairs_paths = options["pairs"]
         try:
-            pairs = load_pairs(options["pairs"])
+            pairs = [pair for path in options["pairs"] for pair in load_pairs(path)]
         except PairsError as error:
             raise CommandError(str(error))
         provider = get_provider()
         modes = [("entities and words only", None)]
+        if provider is None and options["fit"]:
+            raise CommandError(
+                "Fitting the classifier needs embeddings: set TIMOTHY_EMBEDDING_PROVIDER=local."
+            )
         if provider is None:
             self.stdout.write(
                 "No embedding provider (TIMOTHY_EMBEDDING_PROVIDER=none): measuring entities "
@@ -84,15 +114,58 @@ class Command(BaseCommand):
                 except EmbeddingError as error:
                     raise CommandError(f"Embedding failed: {error}")
                 elapsed = time.monotonic() - started
-                judged = "by about" if by_about else "by closeness and words"
+                if options["fit"] and embed is not None and by_about:
+                    self._fit(pairs, signals)
+                judged, guesses = self._guesses(pairs, signals, by_about, options)
                 self.stdout.write(f"\n== {name}, {judged} (signals in {elapsed:.1f} s)")
                 for split in splits:
                     chosen = [i for i, p in enumerate(pairs) if split == "all" or p.split == split]
+                    if not chosen:
+                        continue
                     chosen_pairs = [pairs[i] for i in chosen]
                     chosen_signals = [signals[i] for i in chosen]
-                    self._judgements(split, judgements(chosen_pairs, chosen_signals))
-                    self._classes(split, measure(chosen_pairs, chosen_signals), options)
+                    chosen_guesses = [guesses[i] for i in chosen]
+                    self._judgements(
+                        split, judgements(chosen_pairs, chosen_signals, chosen_guesses)
+                    )
+                    self._classes(
+                        split,
+                        measure(chosen_pairs, chosen_signals, guesses=chosen_guesses),
+                        options,
+                    )
         self._about(pairs, splits)
+
+    def _guesses(self, pairs, signals, by_about: bool, options) -> tuple[str, list[str]]:
+        if not by_about:
+            return "by closeness and words", [predict(s) for s in signals]
+        if options["rules"] or signals[0].cosine is None:
+            return "by about, rules", [predict(s, learned=None) for s in signals]
+        if options["cross_persona"]:
+            try:
+                guesses = cross_persona(pairs, signals)
+            except PairsError as error:
+                raise CommandError(str(error))
+            return "by about, learned, each persona unseen", guesses
+        if stored_classifier() is None:
+            return "by about, rules (no classifier fitted)", [predict(s) for s in signals]
+        return "by about, learned", [predict(s) for s in signals]
+
+    def _fit(self, pairs, signals) -> None:
+        started = time.monotonic()
+        model = fit_classifier(pairs, signals)
+        document = model.to_document(
+            fitted_on=f"{len(pairs)} pairs of "
+            + ", ".join(Path(path).name for path in self.pairs_paths)
+            + ", "
+            f"{len({p.persona for p in pairs})} personas",
+        )
+        CLASSIFIER_PATH.parent.mkdir(parents=True, exist_ok=True)
+        CLASSIFIER_PATH.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        stored_classifier.cache_clear()
+        self.stdout.write(
+            f"Fitted the classifier on {len(pairs)} pairs in {time.monotonic() - started:.1f} s:"
+            f" wrote {CLASSIFIER_PATH}"
+        )
 
     def _judgements(self, split: str, figures: Judgements) -> None:
         self.stdout.write(
