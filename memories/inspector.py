@@ -38,7 +38,7 @@ from retrieval.constants import (
     ZSCORE_MIN_REFERENCE,
     FusionProfile,
 )
-from retrieval.fusion import reference_time
+from retrieval.fusion import reference_time, rrf_shares
 from retrieval.legs import entity_candidates
 from retrieval.packing import serial_position_order
 from retrieval.render import BLOCK_CLOSE, BLOCK_OPEN
@@ -49,6 +49,9 @@ from retrieval.tokens import count_tokens
 # is listed as it is.
 FUSION_PARTS = {
     "ranks",
+    "age",
+    "superseded_factor",
+    "superseded_about",
     "rrf",
     "z",
     "contributions",
@@ -126,18 +129,13 @@ def _stack(pieces: Iterable[tuple[str, float, str]]) -> list[Segment]:
     return segments
 
 
-def _leg_share(leg: str, rank: int, profile: FusionProfile) -> float:
-    """A leg's part of the score under reciprocal rank fusion: weight ÷ (k + rank)."""
-    return profile.leg_weights.get(leg, 1.0) / (profile.rrf_k + rank)
-
-
 def _leg_parts(parts: dict[str, Any], profile: FusionProfile) -> dict[str, float]:
-    """Each leg's part of a memory's relevance, as recall reported it (or RRF's shares)."""
+    """Each leg's part of a memory's relevance, as fusion recorded it (for parts
+    recorded without them, what fusion gives for the ranks under ``profile``)."""
     contributions = parts.get("contributions")
     if isinstance(contributions, dict):
         return {leg: _number(value) for leg, value in contributions.items()}
-    ranks = parts.get("ranks") or {}
-    return {leg: _leg_share(leg, rank, profile) for leg, rank in ranks.items()}
+    return rrf_shares(parts.get("ranks") or {}, profile)
 
 
 def _ordered_legs(ranks: dict[str, int]) -> list[str]:
@@ -154,12 +152,16 @@ def replaced_for_now(parts: dict[str, Any]) -> str:
 
 
 def _age_factor(parts: dict[str, Any]) -> float:
-    """Everything time did to a score: decay, and for a current-state question the
-    recency lean and a newer memory about the same subject."""
-    factor = _number(parts.get("decay", 1.0)) * _number(parts.get("current_state", 1.0))
-    if "superseded_by_newer" in parts:
-        factor *= SUPERSEDED_FACTOR
-    return factor
+    """Everything time did to a score, as fusion recorded it (``age``): decay, and
+    for a current-state question the recency lean and a newer memory about the
+    same subject and aspect."""
+    if "age" in parts:
+        return _number(parts["age"])
+    return (
+        _number(parts.get("decay", 1.0))
+        * _number(parts.get("current_state", 1.0))
+        * _number(parts.get("superseded_factor", 1.0))
+    )
 
 
 def _fusion_bars(items: Sequence[ScoredMemory], profile: FusionProfile) -> list[list[Bar]]:
@@ -439,20 +441,30 @@ def _fusion_steps(item: ScoredMemory, profile: FusionProfile) -> list[str]:
     ranks = parts.get("ranks") or {}
     steps = []
     if profile.combine == RRF:
+        recorded = isinstance(parts.get("contributions"), dict)
+        shares = _leg_parts(parts, profile)
         rrf = parts.get("rrf")
-        # The per-leg arithmetic is shown only when the profile reproduces the sum
-        # recall reported (a recall tuned differently is shown by rank alone).
-        shown = isinstance(rrf, int | float) and abs(
-            sum(_leg_share(leg, rank, profile) for leg, rank in ranks.items()) - rrf
-        ) <= 1e-9 * max(1.0, rrf)
+        # The arithmetic is shown only when this profile's constants give the
+        # shares fusion recorded and they add up to its score (a recall tuned
+        # differently is shown by its recorded shares, or by rank alone).
+        shown = (
+            isinstance(rrf, int | float)
+            and abs(sum(shares.values()) - rrf) <= 1e-9 * max(1.0, rrf)
+            and all(
+                abs(rrf_shares({leg: rank}, profile)[leg] - shares.get(leg, 0.0)) <= 1e-12
+                for leg, rank in ranks.items()
+            )
+        )
         for leg in _ordered_legs(ranks):
             rank = ranks[leg]
             if shown:
                 weight = profile.leg_weights.get(leg, 1.0)
                 steps.append(
                     f"{leg} leg: rank {rank} → {weight:g} ÷ ({profile.rrf_k:g} + {rank})"
-                    f" = {_leg_share(leg, rank, profile):.3f}"
+                    f" = {shares[leg]:.3f}"
                 )
+            elif recorded:
+                steps.append(f"{leg} leg: rank {rank} → {shares.get(leg, 0.0):.3f}")
             else:
                 steps.append(f"{leg} leg: rank {rank}")
     else:
@@ -474,7 +486,10 @@ def _fusion_steps(item: ScoredMemory, profile: FusionProfile) -> list[str]:
                     f" → {part:.2f}"
                 )
     if "superseded_by_newer" in parts:
-        steps.append(f"{replaced_for_now(parts)} → below it, × {SUPERSEDED_FACTOR:g} at least")
+        steps.append(
+            f"{replaced_for_now(parts)} → below it,"
+            f" × {_number(parts.get('superseded_factor', SUPERSEDED_FACTOR)):.2f}"
+        )
     if isinstance(parts.get("current_state"), int | float):
         steps.append(
             f"asked how things stand now: newer counts more → × {parts['current_state']:.2f}"

@@ -121,10 +121,15 @@ def rrf_ranks(rankings: Mapping[str, Ranking]) -> dict[int, dict[str, int]]:
     return ranks
 
 
+def rrf_shares(leg_ranks: Mapping[str, int], profile: FusionProfile) -> dict[str, float]:
+    """Each leg's weight / (k + rank)."""
+    weights = profile.leg_weights
+    return {leg: weights.get(leg, 1.0) / (profile.rrf_k + rank) for leg, rank in leg_ranks.items()}
+
+
 def rrf_score(leg_ranks: Mapping[str, int], profile: FusionProfile) -> float:
     """Sum of weight / (k + rank) over the legs: being found twice beats being found once."""
-    weights = profile.leg_weights
-    return sum(weights.get(leg, 1.0) / (profile.rrf_k + rank) for leg, rank in leg_ranks.items())
+    return sum(rrf_shares(leg_ranks, profile).values())
 
 
 def standardised(ranked: Ranking, min_reference: int = ZSCORE_MIN_REFERENCE) -> dict[int, float]:
@@ -211,6 +216,7 @@ def fuse(
         if profile.combine == RRF:
             relevance = rrf_score(leg_ranks, profile)
             parts["rrf"] = relevance
+            parts["contributions"] = rrf_shares(leg_ranks, profile)
         else:
             relevance, contributions, gate = _standardised_relevance(
                 memory_id, leg_ranks, z_by_leg, similarities[memory_id], profile
@@ -232,6 +238,12 @@ def fuse(
         )
     for item in scored:
         item.parts["final"] = item.score
+        # Everything time did to the score, as one factor the inspector shows.
+        item.parts["age"] = (
+            item.parts["decay"]
+            * item.parts.get("current_state", 1.0)
+            * item.parts.get("superseded_factor", 1.0)
+        )
     scored.sort(key=_best_first)
 
     best = scored[0].score if scored else 0.0
@@ -307,7 +319,9 @@ def _prefer_current_state(
             ):
                 # Replaced for "now": below the memory that replaces it, whatever
                 # its relevance, and lower by SUPERSEDED_FACTOR at least.
-                older.score = min(older.score * SUPERSEDED_FACTOR, newer.score * SUPERSEDED_FACTOR)
+                demoted = min(older.score * SUPERSEDED_FACTOR, newer.score * SUPERSEDED_FACTOR)
+                older.parts["superseded_factor"] = demoted / older.score if older.score else 1.0
+                older.score = demoted
                 older.parts["superseded_by_newer"] = newer.memory.pk
                 older.parts["superseded_about"] = abouts[id(newer)].to_dict()
                 break

@@ -10,7 +10,7 @@ from memories.inspector import _fusion_steps as fusion_steps
 from memories.models import Memory
 from retrieval import constants
 from retrieval.constants import DEFAULT_PROFILE, SEED_PROFILE
-from retrieval.fusion import rrf_score
+from retrieval.fusion import fuse, rrf_score
 from retrieval.results import ScoredMemory
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -283,3 +283,30 @@ def test_it_writes_the_legend_from_the_constants(monkeypatch):
     assert "1. BM25" in freshness and "2. Rerank" in freshness and "3. Blend" in freshness
     assert f"The {constants.BM25_TOP} memories" in freshness
     assert f"the {constants.RERANK_TOP} closest" in freshness
+
+
+def test_it_shows_what_fusion_did_to_a_replaced_memory_not_a_constant_of_its_own():
+    """The older fact drops below the newer one that replaces it: by more than
+    SUPERSEDED_FACTOR when the newer one scores lower. The inspector shows the
+    factor fusion recorded."""
+    old = Memory(pk=1, content="Lives in Lisbon.", type="semantic", created_at=NOW)
+    new = Memory(pk=2, content="Moved to Porto.", type="semantic", created_at=NOW)
+    old.created_at = NOW - timedelta(days=400)
+    kept, _ = fuse(
+        {"vector": [(1, 0.9), (2, 0.3)]},
+        {1: old, 2: new},
+        NOW,
+        profile=DEFAULT_PROFILE,
+        query="Where do I live now?",
+        query_embedding=[1.0, 0.0],
+        vectors={1: [1.0, 0.0], 2: [0.9, 0.436]},
+    )
+    replaced = next(item for item in kept if item.memory.pk == 1)
+    factor = replaced.parts["superseded_factor"]
+    assert factor < constants.SUPERSEDED_FACTOR
+    assert f"replaces it for now → below it, × {factor:.2f}" in "\n".join(
+        fusion_steps(replaced, DEFAULT_PROFILE)
+    )
+    (candidate,) = score_bars("fusion", [replaced])
+    age = next(bar for bar in candidate.bars if bar.label == "× age")
+    assert age.value == f"{replaced.parts['age']:.3f}"
