@@ -277,10 +277,11 @@ def _replaceable(owner, proposal: Memory) -> list[Memory]:
     return [item.memory for item in (result.related if result else []) if item.relation != SEE_ALSO]
 
 
-def _settle_copies(request: HttpRequest, memory: Memory) -> list[Memory]:
-    """Reject the proposals named as copies of ``memory`` (``copies`` fields) as its
-    duplicates: one decision settles every copy of a fact in the queue."""
-    ids = [int(raw) for raw in request.POST.getlist("copies") if raw.isdigit()]
+def _settle_copies(request: HttpRequest, memory: Memory, field: str = "copies") -> list[Memory]:
+    """Reject the proposals named as copies of ``memory`` (``field``: ``copies`` on a
+    card's own forms, ``copies-of-N`` on the bulk form) as its duplicates: one
+    decision settles every copy of a fact in the queue."""
+    ids = [int(raw) for raw in request.POST.getlist(field) if raw.isdigit()]
     settled = []
     for copy in Memory.objects.for_owner(request.user).pending().filter(pk__in=ids):
         if copy.pk == memory.pk:
@@ -476,8 +477,11 @@ def bulk(request: HttpRequest) -> HttpResponse:
             "memories/queue_bulk_reject.html",
             {"memories": memories, "reason": reason, "reason_form": ReasonForm()},
         )
-    done, failures = [], []
+    done, failures, settled = [], [], []
     for memory in memories:
+        if memory in settled:
+            # Selected, but already rejected as a copy of another selected proposal.
+            continue
         try:
             if action == "confirm":
                 memory.confirm(actor=request.user, via=VIA, reason=reason, by_owner=True)
@@ -487,12 +491,14 @@ def bulk(request: HttpRequest) -> HttpResponse:
             failures.append(error.message)
         else:
             done.append(memory)
+            settled += _settle_copies(request, memory, f"copies-of-{memory.pk}")
     past = "Confirmed" if action == "confirm" else "Rejected"
     if done:
         count = len(done)
-        messages.success(request, f"{past} {count} {'memory' if count == 1 else 'memories'}.")
-        if action == "reject":
-            _remember_undo(request, done)
+        also = f" and rejected {_count(settled, 'copy', 'copies')} of them" if settled else ""
+        messages.success(request, f"{past} {count} {'memory' if count == 1 else 'memories'}{also}.")
+        if action == "reject" or settled:
+            _remember_undo(request, (done if action == "reject" else []) + settled)
     for failure in failures:
         messages.error(request, failure)
     return redirect("queue")

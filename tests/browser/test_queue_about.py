@@ -230,6 +230,35 @@ def test_rejecting_a_proposal_rejects_its_copies_and_one_undo_restores_both(
     assert (first.status, second.status) == (Memory.Status.PROPOSED, Memory.Status.PROPOSED)
 
 
+def test_confirming_selected_proposals_rejects_their_copies_too(page, live_server, owner):
+    first, second = copies(owner)
+    other = Memory.propose(owner, "Plays the cello.", Memory.Type.SEMANTIC)
+    page.goto(f"{live_server.url}/queue/")
+    expect(page.locator("[data-proposal]")).to_have_count(2)
+    page.locator(f"#select-{first.pk}").check()
+    page.locator(f"#select-{other.pk}").check()
+    page.get_by_role("button", name="Confirm selected").click()
+
+    expect(page.get_by_role("status").first).to_contain_text(
+        "Confirmed 2 memories and rejected 1 copy of them."
+    )
+    expect(page.locator("[data-proposal]")).to_have_count(0)
+    for memory in (first, second, other):
+        memory.refresh_from_db()
+    assert (first.status, second.status, other.status) == (
+        Memory.Status.ACTIVE,
+        Memory.Status.REJECTED,
+        Memory.Status.ACTIVE,
+    )
+    assert second.events.last().reason.startswith(f"Duplicate of memory {first.pk}")
+
+    # The copy rejected along the way can be put back.
+    page.locator("[data-undo]").get_by_role("button", name="Undo").click()
+    expect(page.get_by_role("status")).to_contain_text("Restored")
+    second.refresh_from_db()
+    assert second.status == Memory.Status.PROPOSED
+
+
 @VIEWPORTS
 def test_the_owners_correction_of_the_about_shows_on_the_pages_and_in_the_api(
     browser, live_server, owner, viewport
