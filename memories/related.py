@@ -742,48 +742,50 @@ def _flag(value: bool | None) -> float:
     return 1.0 if value else 0.0
 
 
-PAIR_FEATURES: tuple[tuple[str, Callable[[PairSignals], float]], ...] = (
-    ("cosine", lambda s: s.cosine or 0.0),
-    ("cosine squared", lambda s: (s.cosine or 0.0) ** 2),
-    ("lexeme overlap", lambda s: s.lexical),
-    ("same subject", lambda s: _flag(s.same_subject)),
-    ("same aspect", lambda s: _flag(s.same_aspect is True)),
-    ("another aspect", lambda s: _flag(s.same_aspect is False)),
-    ("same occasion", lambda s: _flag(s.same_occasion is True)),
-    ("another occasion", lambda s: _flag(s.same_occasion is False)),
-    ("several values", lambda s: _flag(s.multi_valued)),
-    ("shared object", lambda s: _flag(s.shared_object)),
-    ("shared value", lambda s: _flag(s.shared_value)),
-    ("word swapped", lambda s: _flag(s.substitution)),
-    ("no word shared", lambda s: _flag(s.disjoint)),
-    ("verb swapped", lambda s: _flag(s.frame_swap)),
-    ("redated", lambda s: _flag(s.redated)),
-    ("values conflict", lambda s: _flag(s.value_conflict)),
-    ("says changed", lambda s: _flag(s.changed)),
-    ("adds detail", lambda s: _flag(s.adds_detail)),
-    ("words replaced", lambda s: _flag(s.replaces_words)),
-    ("another person named", lambda s: _flag(s.other_person)),
-    ("shared entity", lambda s: _flag(s.shared_entities > 0)),
-    ("both events", lambda s: _flag(s.both_events)),
-    ("same type", lambda s: _flag(s.same_type)),
-    ("cosine, same subject", lambda s: (s.cosine or 0.0) * _flag(s.same_subject)),
-    ("cosine, another aspect", lambda s: (s.cosine or 0.0) * _flag(s.same_aspect is False)),
+# Each feature reads the pair's signals and the rules' verdict on it.
+PAIR_FEATURES: tuple[tuple[str, Callable[[PairSignals, str | None], float]], ...] = (
+    ("cosine", lambda s, _: s.cosine or 0.0),
+    ("cosine squared", lambda s, _: (s.cosine or 0.0) ** 2),
+    ("lexeme overlap", lambda s, _: s.lexical),
+    ("same subject", lambda s, _: _flag(s.same_subject)),
+    ("same aspect", lambda s, _: _flag(s.same_aspect is True)),
+    ("another aspect", lambda s, _: _flag(s.same_aspect is False)),
+    ("same occasion", lambda s, _: _flag(s.same_occasion is True)),
+    ("another occasion", lambda s, _: _flag(s.same_occasion is False)),
+    ("several values", lambda s, _: _flag(s.multi_valued)),
+    ("shared object", lambda s, _: _flag(s.shared_object)),
+    ("shared value", lambda s, _: _flag(s.shared_value)),
+    ("word swapped", lambda s, _: _flag(s.substitution)),
+    ("no word shared", lambda s, _: _flag(s.disjoint)),
+    ("verb swapped", lambda s, _: _flag(s.frame_swap)),
+    ("redated", lambda s, _: _flag(s.redated)),
+    ("values conflict", lambda s, _: _flag(s.value_conflict)),
+    ("says changed", lambda s, _: _flag(s.changed)),
+    ("adds detail", lambda s, _: _flag(s.adds_detail)),
+    ("words replaced", lambda s, _: _flag(s.replaces_words)),
+    ("another person named", lambda s, _: _flag(s.other_person)),
+    ("shared entity", lambda s, _: _flag(s.shared_entities > 0)),
+    ("both events", lambda s, _: _flag(s.both_events)),
+    ("same type", lambda s, _: _flag(s.same_type)),
+    ("cosine, same subject", lambda s, _: (s.cosine or 0.0) * _flag(s.same_subject)),
+    ("cosine, another aspect", lambda s, _: (s.cosine or 0.0) * _flag(s.same_aspect is False)),
     (
         "cosine, another of several",
-        lambda s: (s.cosine or 0.0) * _flag(s.multi_valued and not s.shared_object),
+        lambda s, _: (s.cosine or 0.0) * _flag(s.multi_valued and not s.shared_object),
     ),
-    ("cosine, values conflict", lambda s: (s.cosine or 0.0) * _flag(s.value_conflict)),
+    ("cosine, values conflict", lambda s, _: (s.cosine or 0.0) * _flag(s.value_conflict)),
     # What the hand-written rules make of the pair: the classifier learns when to
     # trust them.
-    ("rules: duplicate", lambda s: _flag(classify_by_about(s)[0] == DUPLICATE)),
-    ("rules: update", lambda s: _flag(classify_by_about(s)[0] == UPDATE)),
-    ("rules: see also", lambda s: _flag(classify_by_about(s)[0] == SEE_ALSO)),
-    ("cosine, says changed", lambda s: (s.cosine or 0.0) * _flag(s.changed)),
+    ("rules: duplicate", lambda _, rules: _flag(rules == DUPLICATE)),
+    ("rules: update", lambda _, rules: _flag(rules == UPDATE)),
+    ("rules: see also", lambda _, rules: _flag(rules == SEE_ALSO)),
+    ("cosine, says changed", lambda s, _: (s.cosine or 0.0) * _flag(s.changed)),
 )
 
 
 def pair_features(signals: PairSignals) -> list[float]:
-    return [float(feature(signals)) for _, feature in PAIR_FEATURES]
+    rules, _ = classify_by_about(signals)
+    return [float(feature(signals, rules)) for _, feature in PAIR_FEATURES]
 
 
 @dataclass(frozen=True)
@@ -796,17 +798,23 @@ class LearnedClassifier:
     # One row per feature and a last one for the bias; one column per class.
     weights: tuple[tuple[float, ...], ...]
 
+    def __post_init__(self) -> None:
+        import numpy as np
+
+        # The standardisation folded into the weights: logits = features @ slope + bias.
+        weights = np.asarray(self.weights, dtype=float)
+        scale = np.asarray(self.scale, dtype=float)
+        slope = weights[:-1] / scale[:, None]
+        bias = weights[-1] - np.asarray(self.mean, dtype=float) @ slope
+        object.__setattr__(self, "_slope", slope)
+        object.__setattr__(self, "_bias", bias)
+
     def probabilities(self, signals: PairSignals) -> dict[str, float]:
-        values = pair_features(signals)
-        logits = [self.weights[-1][k] for k in range(len(CLASSES))]
-        for i, value in enumerate(values):
-            standard = (value - self.mean[i]) / self.scale[i]
-            for k in range(len(CLASSES)):
-                logits[k] += standard * self.weights[i][k]
-        top = max(logits)
-        exps = [math.exp(logit - top) for logit in logits]
-        total = sum(exps)
-        return {name: e / total for name, e in zip(CLASSES, exps, strict=True)}
+        import numpy as np
+
+        logits = np.asarray(pair_features(signals)) @ self._slope + self._bias
+        exps = np.exp(logits - logits.max())
+        return dict(zip(CLASSES, (exps / exps.sum()).tolist(), strict=True))
 
     def classify(self, signals: PairSignals) -> tuple[str | None, float]:
         score = max(0.0, min(1.0, signals.cosine or 0.0))
