@@ -224,16 +224,7 @@ def entity_leg(cursor, request: LegRequest) -> Ranked:
         return Ranked()
     if request.replay:
         keys = sorted({candidate.lower() for candidate in candidates})
-        return Ranked(
-            replay.entity_scores(
-                cursor,
-                request.owner_id,
-                keys,
-                request.as_of,
-                types=request.types,
-                limit=request.limit,
-            )
-        )
+        return _replayed_entity_scores(cursor, request, keys)
     # One index probe per stretch of the query in the owner's dictionary,
     # lower-cased by PostgreSQL's lower() like the stored keys.
     cursor.execute(
@@ -245,6 +236,20 @@ def entity_leg(cursor, request: LegRequest) -> Ranked:
         [request.owner_id, sorted(candidates)],
     )
     return _ranked_by_entities(cursor, request, dict(cursor.fetchall()))
+
+
+def _replayed_entity_scores(cursor, request: LegRequest, keys: list[str]) -> Ranked:
+    """The entity leg of a replay: the memories alive at ``as_of`` naming ``keys``."""
+    return Ranked(
+        replay.entity_scores(
+            cursor,
+            request.owner_id,
+            keys,
+            request.as_of,
+            types=request.types,
+            limit=request.limit,
+        )
+    )
 
 
 def _substring_entity_leg(cursor, request: LegRequest) -> Ranked:
@@ -269,16 +274,7 @@ def _substring_entity_leg(cursor, request: LegRequest) -> Ranked:
         keys = sorted(row[0] for row in cursor.fetchall())
         if not keys:
             return Ranked()
-        return Ranked(
-            replay.entity_scores(
-                cursor,
-                request.owner_id,
-                keys,
-                request.as_of,
-                types=request.types,
-                limit=request.limit,
-            )
-        )
+        return _replayed_entity_scores(cursor, request, keys)
     cursor.execute(
         f"""
         SELECT e.key, e.memories FROM {OWNER_ENTITY_TABLE} e
