@@ -1635,4 +1635,6 @@ def asked_about(query: str) -> About:
     return About()
 
 
-_FIRST_PERSON = frozenset(["i", "i'm", "i've", "i'd", "me", "my", "mine", "myself"])
+# The owner as the one who does or has ("I", "my"), not as an object ("Did
+# Helen tell me?" asks about Helen).
+_FIRST_PERSON = frozenset(["i", "i'm", "i've", "i'd", "i'll", "my"])

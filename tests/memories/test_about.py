@@ -179,6 +179,7 @@ def test_an_event_no_pattern_places_names_no_aspect():
         ("How is Mum's diabetes being treated now?", "mother"),
         ("Is Helen still working at the library?", "Helen"),
         ("Which city does Matthew live in now?", "Matthew"),
+        ("Did Helen tell me where she works now?", "Helen"),
     ],
 )
 def test_a_question_in_the_first_person_asks_about_the_owner(question, subject):
