@@ -40,7 +40,6 @@ from retrieval.constants import (
 )
 from retrieval.fusion import reference_time, rrf_shares
 from retrieval.legs import entity_candidates
-from retrieval.packing import serial_position_order
 from retrieval.render import BLOCK_CLOSE, BLOCK_OPEN
 from retrieval.results import RecallResult, ScoredMemory
 from retrieval.tokens import count_tokens
@@ -719,8 +718,3 @@ def block_cost(result: RecallResult) -> BlockCost:
         fence_width=_width(fence, budget),
         memories_width=min(_width(memories, budget), round(100.0 - _width(fence, budget), 2)),
     )
-
-
-def block_order(result: RecallResult) -> list[ScoredMemory]:
-    """The packed memories in the block's order (best first, second-best last)."""
-    return serial_position_order(result.memories)

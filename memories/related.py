@@ -66,7 +66,6 @@ UPDATE = "update"
 # occasion, another aspect, another object): shown for reference, never with
 # an action that replaces or rejects.
 SEE_ALSO = "see_also"
-RELATIONS = (DUPLICATE, UPDATE, SEE_ALSO)
 
 # --- thresholds (chosen on the dev split of the labelled pairs; docs/review.md) ---
 

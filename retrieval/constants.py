@@ -190,18 +190,13 @@ class TypeProfile:
     weight: float
     # Freshness half-life in the freshness pipeline: 2 ** (-age / half_life).
     half_life_days: float
-    # Whether the fusion pipeline's recency decay applies. Facts, preferences and
-    # reflections can go stale while nobody re-confirms them; a record of an
-    # event stays true however old it is (the freshness pipeline is there for
-    # owners who want recent events first).
-    decays: bool = True
 
 
 # One table for everything that depends on a memory's type.
 TYPE_PROFILES: dict[str, TypeProfile] = {
     MemoryType.SEMANTIC: TypeProfile(weight=1.0, half_life_days=7.0),
     MemoryType.PREFERENCE: TypeProfile(weight=1.0, half_life_days=30.0),
-    MemoryType.EPISODIC: TypeProfile(weight=0.9, half_life_days=3.0, decays=False),
+    MemoryType.EPISODIC: TypeProfile(weight=0.9, half_life_days=3.0),
     MemoryType.REFLECTION: TypeProfile(weight=0.8, half_life_days=14.0),
 }
 
