@@ -12,8 +12,8 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from memories.access_log import AccessRecord
+from memories.api_tokens import ApiToken
 from memories.models import Memory
-from memories.tokens import ApiToken
 from memories.views import PAGE_SIZE, owner_time_zone
 
 

@@ -16,9 +16,9 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
+from memories.api_tokens import ApiToken
 from memories.forms import RedactForm
 from memories.models import IllegalTransition, Memory, MemoryEvent, RedactionRefused
-from memories.tokens import ApiToken
 
 # The channel recorded on events of changes made here.
 VIA_ADMIN = "admin"

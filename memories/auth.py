@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import authentication, exceptions, status
 
-from memories.tokens import SCOPES, ApiToken
+from memories.api_tokens import SCOPES, ApiToken
 
 # What each scope lets a token do, for the 403 sentence.
 SCOPE_DOES = {

@@ -21,6 +21,7 @@ from memories.about import (
     About,
     checked_about,
 )
+from memories.api_tokens import SCOPES
 from memories.models import (
     MAX_ENTITIES,
     MAX_ENTITY_CHARS,
@@ -34,7 +35,6 @@ from memories.models import (
     check_reason,
     check_search,
 )
-from memories.tokens import SCOPES
 from memories.vocabulary import type_choices
 from retrieval.constants import LEGS, PIPELINES
 

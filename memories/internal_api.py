@@ -38,10 +38,10 @@ from rest_framework.response import Response
 
 from memories import access_log
 from memories.api import LimitedJSONParser, check_body_size, run_recall
+from memories.api_tokens import TOKEN_PREFIX, ApiToken
 from memories.auth import paused_error, require_scope
 from memories.errors import ApiError
 from memories.serializers import InternalRetrieveSerializer
-from memories.tokens import TOKEN_PREFIX, ApiToken
 
 
 class ServiceCaller:

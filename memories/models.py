@@ -1588,6 +1588,6 @@ class MemoryEvent(models.Model):
 # Models of their own modules, imported here so that Django registers them
 # (and older imports from memories.models keep working).
 from memories.access_log import AccessRecord  # noqa: E402, F401
+from memories.api_tokens import TOKEN_PREFIX, ApiToken, ApiTokenQuerySet  # noqa: E402, F401
 from memories.disk_erase import DiskErase  # noqa: E402, F401
 from memories.idempotency_records import IdempotencyRecord  # noqa: E402, F401
-from memories.tokens import TOKEN_PREFIX, ApiToken, ApiTokenQuerySet  # noqa: E402, F401

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memories.tokens import ApiToken
+from memories.api_tokens import ApiToken
 
 # The key of Memory.metadata that names the API token a memory was created with.
 API_TOKEN_KEY = "api_token"

@@ -28,7 +28,7 @@ from django.shortcuts import render
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
-from memories.tokens import ApiToken
+from memories.api_tokens import ApiToken
 
 RATE_LIMIT_CACHE = "rate_limit"
 WINDOW_SECONDS = 60

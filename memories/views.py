@@ -28,6 +28,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memories.access_log import deliveries_of
+from memories.api_tokens import SCOPE_HELP, ApiToken
 from memories.diff import DiffPiece, word_diff
 from memories.disk_erase import DiskErase, erase_for, request_erase
 from memories.forms import (
@@ -52,7 +53,6 @@ from memories.models import (
 )
 from memories.provenance import provenance
 from memories.related import DUPLICATE, QUERY_FAILED, SEE_ALSO, related_for_memories
-from memories.tokens import SCOPE_HELP, ApiToken
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
 

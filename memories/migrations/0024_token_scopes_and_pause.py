@@ -5,7 +5,7 @@
 import django.contrib.postgres.fields
 from django.db import migrations, models
 
-import memories.tokens
+import memories.api_tokens
 
 
 class Migration(migrations.Migration):
@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
             name="scopes",
             field=django.contrib.postgres.fields.ArrayField(
                 base_field=models.CharField(max_length=16),
-                default=memories.tokens.all_scopes,
+                default=memories.api_tokens.all_scopes,
                 size=None,
             ),
         ),

@@ -20,7 +20,7 @@ ALLOWED = ("django", "pgvector", "__future__", "datetime", "importlib", "os")
 ALLOWED_PACKAGES = ("memories.migrations", "retrieval.migrations")
 # A field whose default is a callable names it in the migration, and Django
 # needs that name to stay importable (and calls it to fill existing rows).
-FIELD_DEFAULTS = {("0024_token_scopes_and_pause.py", "memories.tokens")}
+FIELD_DEFAULTS = {("0024_token_scopes_and_pause.py", "memories.api_tokens")}
 
 
 def imported_modules(path: Path) -> list[str]:

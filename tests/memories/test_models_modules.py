@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memories import idempotency_records, models, tokens
+from memories import api_tokens, idempotency_records, models
 from memories.models import MemoryEvent
 from memories.vocabulary import VIA_LABELS
 from tests.base import make_memory
@@ -26,7 +26,7 @@ def test_it_refuses_an_unknown_channel(alice):
 
 
 def test_it_keeps_the_tables_and_the_old_imports_of_moved_models():
-    assert models.ApiToken is tokens.ApiToken
+    assert models.ApiToken is api_tokens.ApiToken
     assert models.IdempotencyRecord is idempotency_records.IdempotencyRecord
-    assert tokens.ApiToken._meta.db_table == "memories_apitoken"
+    assert api_tokens.ApiToken._meta.db_table == "memories_apitoken"
     assert idempotency_records.IdempotencyRecord._meta.db_table == "memories_idempotencyrecord"

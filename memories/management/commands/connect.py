@@ -28,8 +28,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
+from memories.api_tokens import ApiToken
 from memories.management.base import SchemaCommand
-from memories.tokens import ApiToken
 from timothy.startup import read_secret_key
 
 TOKEN_FILE = "assistant_token"

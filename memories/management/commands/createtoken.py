@@ -11,8 +11,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 from django.db import transaction
 
+from memories.api_tokens import SCOPES, ApiToken, parse_scopes
 from memories.management.base import SchemaCommand
-from memories.tokens import SCOPES, ApiToken, parse_scopes
 
 
 class Command(SchemaCommand):
