@@ -33,7 +33,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.db import connection, models
 from django.utils import timezone
 
-from memories.models import REDACTED_CONTENT
+from memories.rules import REDACTED_CONTENT
 from timothy.concurrency import ThreadPool, must_run_inline
 
 logger = logging.getLogger(__name__)

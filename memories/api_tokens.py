@@ -15,7 +15,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import connection, models
 from django.utils import timezone
 
-from memories.models import MemoryIsPermanent
+from memories.rules import MemoryIsPermanent
 
 TOKEN_PREFIX = "tm_"
 

@@ -37,17 +37,19 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db import (
     DEFAULT_DB_ALIAS,
     OperationalError,
     connection,
     connections,
-    models,
     transaction,
 )
 from django.db.models import Q
 from django.utils import timezone
+
+from memories.disk_erase_records import DiskErase
+from memories.models import Memory, MemoryEvent
+from memories.redaction import CLEAR_STATISTICS
 
 logger = logging.getLogger(__name__)
 
@@ -75,55 +77,6 @@ WAL_ROUNDS = 2
 LOCK_WAIT = timedelta(seconds=2)
 LOCK_TRIES = 150
 LOCK_PAUSE = timedelta(seconds=2)
-
-
-class DiskErase(models.Model):
-    """One erase from disk: it covers every redaction committed before ``started_at``."""
-
-    class State(models.TextChoices):
-        REQUESTED = "requested", "Requested"
-        RUNNING = "running", "Running"
-        COMPLETE = "complete", "Complete"
-        FAILED = "failed", "Failed"
-
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, models.PROTECT, null=True, blank=True, related_name="+"
-    )
-    # page, api, command, or schedule (the daily job).
-    via = models.CharField(max_length=16)
-    requested_at = models.DateTimeField(default=timezone.now)
-    state = models.CharField(max_length=16, choices=State.choices, default=State.REQUESTED)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    step = models.PositiveSmallIntegerField(default=0)
-    steps = models.PositiveSmallIntegerField(default=0)
-    # What the step is doing ("rewriting memories_memory"); never any memory's text.
-    doing = models.CharField(max_length=200, blank=True, default="")
-    # The summary once complete (what it rewrote, what it did about the WAL), or the error.
-    outcome = models.TextField(blank=True, default="")
-
-    class Meta:
-        ordering = ["-requested_at", "-id"]
-        indexes = [models.Index(fields=["state", "requested_at"], name="disk_erase_state")]
-
-    def __str__(self) -> str:
-        return f"erase from disk {self.pk} ({self.state})"
-
-    def as_dict(self) -> dict:
-        def stamp(value: datetime | None) -> str | None:
-            return value.isoformat() if value else None
-
-        return {
-            "id": self.pk,
-            "state": self.state,
-            "requested_at": stamp(self.requested_at),
-            "started_at": stamp(self.started_at),
-            "finished_at": stamp(self.finished_at),
-            "step": self.step,
-            "steps": self.steps,
-            "doing": self.doing,
-            "outcome": self.outcome,
-        }
 
 
 # --- asking, and what covers a memory ------------------------------------------------
@@ -180,7 +133,6 @@ def covering(redacted_at: datetime) -> DiskErase | None:
 
 def redacted_at(memory) -> datetime | None:
     """When ``memory`` was redacted (its redacted event), None if it is not."""
-    from memories.models import Memory, MemoryEvent
 
     if memory.status != Memory.Status.REDACTED:
         return None
@@ -200,7 +152,6 @@ def erase_for(memory) -> DiskErase | None:
 
 def uncovered_redactions() -> bool:
     """Whether a redaction was committed after the last complete erase started."""
-    from memories.models import MemoryEvent
 
     last = (
         DiskErase.objects.filter(state=DiskErase.State.COMPLETE)
@@ -340,7 +291,6 @@ def _rewrite(cursor, table: str) -> None:
 
 
 def _clear_statistics(cursor, table: str) -> None:
-    from memories.redaction import CLEAR_STATISTICS
 
     cursor.execute(f"SELECT to_regprocedure('{CLEAR_STATISTICS}') IS NOT NULL")
     if cursor.fetchone()[0]:

@@ -36,6 +36,7 @@ from memories.about import (
     owner_names_of,
 )
 from memories.matching import search_terms, term_pattern
+from memories.rules import REDACTED_CONTENT, MemoryIsPermanent  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
     from memories.redaction import Redaction
@@ -108,8 +109,6 @@ def embedding_scan_index() -> models.Index:
     )
 
 
-# What a redacted memory says instead of its text (the database allows nothing else).
-REDACTED_CONTENT = "[redacted]"
 
 # What a memory and a change to it may hold, however they come in (API, pages,
 # import, extraction, consolidation), each checked by one function below
@@ -126,13 +125,6 @@ MAX_REASON_CHARS = 1000
 MAX_SESSION_ID_CHARS = 200
 # The longest search text of a memory list (``MemoryQuerySet.matching``).
 MAX_SEARCH_CHARS = 500
-
-
-class MemoryIsPermanent(Exception):
-    """Memories and their events are never deleted."""
-
-    def __init__(self) -> None:
-        super().__init__("Memories are never deleted: reject, archive or supersede them instead.")
 
 
 # What draws nothing on a page: spaces and line breaks, controls, format
@@ -1589,5 +1581,5 @@ class MemoryEvent(models.Model):
 # (and older imports from memories.models keep working).
 from memories.access_log import AccessRecord  # noqa: E402, F401
 from memories.api_tokens import TOKEN_PREFIX, ApiToken, ApiTokenQuerySet  # noqa: E402, F401
-from memories.disk_erase import DiskErase  # noqa: E402, F401
+from memories.disk_erase_records import DiskErase  # noqa: E402, F401
 from memories.idempotency_records import IdempotencyRecord  # noqa: E402, F401
