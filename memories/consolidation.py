@@ -30,8 +30,8 @@ from memories.models import (
     check_content,
     has_visible_text,
 )
+from memories.vectors import graph_distance
 from retrieval.embeddings import column_dimensions
-from retrieval.vectors import graph_distance
 from timothy.concurrency import hnsw_search, map_in_order, set_local
 
 logger = logging.getLogger(__name__)

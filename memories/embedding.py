@@ -17,6 +17,7 @@ from django.db import DatabaseError, connection, transaction
 
 from memories.about import SET_BY_RULES, about_fields, refined
 from memories.models import Memory
+from memories.vectors import vector_text
 from retrieval.embeddings import (
     EmbeddingError,
     EmbeddingProvider,
@@ -25,7 +26,6 @@ from retrieval.embeddings import (
     resize_embedding_column,
 )
 from retrieval.index import resume_vector_index, vector_index_paused
-from retrieval.vectors import vector_text
 
 # Rows that can come back into retrieval: active now, or once confirmed.
 EMBEDDED_STATUSES = (Memory.Status.ACTIVE, Memory.Status.PROPOSED)

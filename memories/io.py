@@ -52,9 +52,9 @@ from memories.models import (
     check_entities,
     fit_entities,
 )
+from memories.vectors import vector_text
 from retrieval.entities import EntityFinder, owner_entity_keys
 from retrieval.index import vector_index_paused
-from retrieval.vectors import vector_text
 
 # Rows per progress step on import, and per fetch on export.
 BATCH_SIZE = 2000

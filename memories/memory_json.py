@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from memories.models import Memory
-from retrieval.vectors import vector_list
+from memories.vectors import vector_list
 
 
 def iso(moment: datetime | None) -> str | None:

@@ -58,7 +58,7 @@ def embedding_graph_index(dimensions: int) -> HnswIndex:
     The graph holds each vector at half precision (``halfvec``): half the
     memory, and less time to build (docs/benchmarks.md).
     It only chooses the candidates; every distance a search returns is computed
-    again from the stored float32 vector (``retrieval.vectors.graph_distance``).
+    again from the stored float32 vector (``memories.vectors.graph_distance``).
     The cast names the dimension, so the index follows the column when a new
     model changes it (``retrieval.index.hnsw_create_sql``).
     """

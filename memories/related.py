@@ -51,11 +51,11 @@ from memories.about import (
     topic_of,
 )
 from memories.models import Memory
+from memories.vectors import vector_text
 from retrieval.embeddings import EmbeddingError, get_provider
 from retrieval.legs import run_step
 from retrieval.lexemes import clean_query
 from retrieval.models import Posting
-from retrieval.vectors import vector_text
 from timothy.warmup import MODEL_LOADING, model_loading
 
 logger = logging.getLogger(__name__)

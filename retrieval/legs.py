@@ -23,6 +23,7 @@ import numpy as np
 from django.db import DatabaseError, connection, transaction
 
 from memories.models import EMBEDDING_HALF, Memory
+from memories.vectors import graph_distance, vector_text
 from retrieval import replay
 from retrieval.bm25 import bm25_scores, corpus_statistics
 from retrieval.constants import (
@@ -44,7 +45,6 @@ from retrieval.lexemes import clean_query, query_lexemes
 from retrieval.models import OwnerEntity, Posting
 from retrieval.posting_lists import PostingLists, first_in_order, read_postings
 from retrieval.results import LegReport
-from retrieval.vectors import graph_distance, vector_text
 from timothy.concurrency import (
     ThreadPool,
     gather,

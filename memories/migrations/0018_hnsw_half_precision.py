@@ -1,7 +1,7 @@
 """The HNSW graph holds the vectors at half precision (``halfvec``).
 
 The graph only picks candidates: every distance a search reports is computed
-again from the stored float32 vector (``retrieval.vectors.graph_distance``).
+again from the stored float32 vector (``memories.vectors.graph_distance``).
 At half precision the graph takes half the memory and builds a little faster:
 over the 900,000 active vectors of 1M memories, 1,004 MB built in 546–594 s
 against 1,758 MB in 625 s (docs/benchmarks.md). The column keeps its float32 vectors.

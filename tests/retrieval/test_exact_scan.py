@@ -19,8 +19,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memories.models import Memory
+from memories.vectors import vector_text
 from retrieval.legs import LegRequest, half_precision_error, vector_leg
-from retrieval.vectors import vector_text
 from tests.retrieval.helpers import vector
 
 pytestmark = pytest.mark.django_db(transaction=True)

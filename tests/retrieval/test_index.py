@@ -14,6 +14,7 @@ from django.core.management.base import SystemCheckError
 from django.db import connection
 
 from memories.models import Memory
+from memories.vectors import graph_distance
 from retrieval import index
 from retrieval.index import (
     build_settings,
@@ -24,7 +25,6 @@ from retrieval.index import (
     vector_index_state,
 )
 from retrieval.models import OwnerEntity, Posting
-from retrieval.vectors import graph_distance
 from tests.base import make_memory
 from tests.fakes.fixtures import fake_openai  # noqa: F401
 
