@@ -34,6 +34,8 @@ import re
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 
+from memories.proper_nouns import proper_noun_spans
+
 # Who or what a memory is about.
 SELF = "self"
 PERSON = "person"
@@ -572,10 +574,8 @@ def _named_attribute(words: list[str]) -> str:
 
 def _opening_name(clause: str, entities: tuple[str, ...] = ()) -> str:
     """The name a sentence opens with ("Ana", "Ana Costa", "Ellie's"), if any,
-    by the store's proper-noun rules (retrieval/entities.py): a capitalised
+    by the store's proper-noun rules (memories/proper_nouns.py): a capitalised
     verb opening a sentence ("Visited Arjun", "Has moved") is not a name."""
-    from retrieval.entities import proper_noun_spans
-
     stripped = clause.lstrip(" \"'“(")
     words = _words(stripped)
     if not words or not _is_name(words[0]) or words[0].lower() in _OPENING_WORDS:

@@ -14,7 +14,7 @@ after that the key is free again, and the daily job deletes the records.
 
 Only a SHA-256 of each key is stored, since a client may build keys from what
 it stores. A redaction rewrites the records that held what it erases
-(``redact_records``): the answer becomes the redacted memory, and the request's
+(``memories.redaction``): the answer becomes the redacted memory, and the request's
 hash is dropped, so a retry replays that answer and never writes the text again.
 """
 
@@ -24,18 +24,20 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memories.errors import ApiError
-from memories.idempotency_records import IdempotencyRecord
-from memories.models import IllegalTransition, Memory
+from memories.idempotency_records import (  # noqa: F401 (forget_expired_keys re-exported)
+    REDACTED_REQUEST,
+    IdempotencyRecord,
+    expiry_cutoff,
+    forget_expired_keys,
+)
+from memories.models import IllegalTransition
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
@@ -43,7 +45,6 @@ MAX_KEY_CHARS = 200
 # Visible ASCII, no spaces: what survives every HTTP stack unchanged.
 KEY_PATTERN = rf"^[!-~]{{1,{MAX_KEY_CHARS}}}$"
 # The request hash of a record whose request a redaction erased: any body replays.
-REDACTED_REQUEST = "redacted"
 
 
 def idempotency_key(request: Request) -> str | None:
@@ -84,21 +85,10 @@ def _replay(record: IdempotencyRecord, endpoint: str, request_hash: str) -> Resp
     )
 
 
-def expiry_cutoff() -> datetime:
-    """Records created before this moment no longer replay."""
-    return timezone.now() - timedelta(hours=settings.IDEMPOTENCY_KEY_HOURS)
-
-
 def _find(owner, key: str) -> IdempotencyRecord | None:
     return IdempotencyRecord.objects.filter(
         owner=owner, key_digest=key_digest(key), created_at__gte=expiry_cutoff()
     ).first()
-
-
-def forget_expired_keys() -> int:
-    """Delete every record past its time; the number deleted. Run by the daily job."""
-    deleted, _ = IdempotencyRecord.objects.filter(created_at__lt=expiry_cutoff()).delete()
-    return deleted
 
 
 def run_idempotently(request: Request, perform: Callable[[], Response]) -> Response:
@@ -137,32 +127,3 @@ def run_idempotently(request: Request, perform: Callable[[], Response]) -> Respo
             raise
         return _replay(existing, endpoint, request_hash)
     return response
-
-
-def redact_records(owner_id: int, redacted: list[Memory], needles: list[str]) -> int:
-    """Rewrite the owner's records that hold what a redaction erases; how many.
-
-    A record answered with a redacted version (its id), was an action on one
-    (its path), or quotes a redacted text (``needles``, lower-cased). Its
-    answer becomes the version as it is now (or is scrubbed, if it answered
-    with another memory) and its request hash goes.
-    """
-    from memories.memory_json import memory_to_dict
-    from memories.redaction import quotes, scrub
-
-    by_id = {memory.pk: memory for memory in redacted}
-    paths = {f"POST /v1/memories/{pk}" for pk in by_id}
-    changed = 0
-    for record in IdempotencyRecord.objects.filter(owner_id=owner_id):
-        body = record.response_body
-        answered = body.get("id") if isinstance(body, dict) else None
-        text = json.dumps(body, ensure_ascii=False)
-        if answered not in by_id and record.endpoint not in paths and not quotes(text, needles):
-            continue
-        if answered in by_id:
-            body = memory_to_dict(by_id[answered])
-        IdempotencyRecord.objects.filter(pk=record.pk).update(
-            response_body=scrub(body, needles), request_hash=REDACTED_REQUEST
-        )
-        changed += 1
-    return changed

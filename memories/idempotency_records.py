@@ -5,9 +5,15 @@ A table of the memories app (``memories_idempotencyrecord``).
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+# A record's request hash once a redaction rewrote its answer: the same key
+# replays whatever the body (memories/redaction.py).
+REDACTED_REQUEST = "redacted"
 
 
 class IdempotencyRecord(models.Model):
@@ -29,3 +35,14 @@ class IdempotencyRecord(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["owner", "key_digest"], name="idempotency_owner_key"),
         ]
+
+
+def expiry_cutoff() -> datetime:
+    """Records created before this moment no longer replay."""
+    return timezone.now() - timedelta(hours=settings.IDEMPOTENCY_KEY_HOURS)
+
+
+def forget_expired_keys() -> int:
+    """Delete every record past its time; the number deleted. Run by the daily job."""
+    deleted, _ = IdempotencyRecord.objects.filter(created_at__lt=expiry_cutoff()).delete()
+    return deleted

@@ -25,6 +25,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 from pgvector.django import HalfVectorField, HnswIndex, VectorField
 
+from memories import signals
 from memories.about import (
     MAX_ASPECT_CHARS,
     MAX_OCCASION_CHARS,
@@ -107,7 +108,6 @@ def embedding_scan_index() -> models.Index:
         name="memory_active_embeddings",
         condition=Q(status="active", embedding__isnull=False),
     )
-
 
 
 # What a memory and a change to it may hold, however they come in (API, pages,
@@ -1393,10 +1393,9 @@ def _lifetime_change(row: Memory, previous: str, status: str, now: datetime) -> 
 
 
 def _found_entities(owner_id: int, content: str) -> list[str]:
-    """Entities for a memory written without any (retrieval/entities.py)."""
-    from retrieval.entities import entities_for
-
-    return fit_entities(entities_for(owner_id, content))
+    """Entities for a memory written without any (retrieval/entities.py, through
+    the hook retrieval sets in memories/signals.py)."""
+    return fit_entities(signals.find_entities(owner_id, content))
 
 
 def _successor_entities(
@@ -1432,8 +1431,6 @@ def _successor_about(
 
 def _after_write(memory_id: int) -> None:
     """Hand a freshly written memory to the background embedder, if there is one."""
-    from memories import signals
-
     signals.memory_written.send(sender=Memory, memory_id=memory_id)
 
 

@@ -33,6 +33,7 @@ transaction); see docs/privacy.md for what plain VACUUM leaves and
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Iterable, Sequence
@@ -44,6 +45,10 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Q
 
+from memories import signals
+from memories.access_log import scrub_for_redaction
+from memories.idempotency_records import REDACTED_REQUEST, IdempotencyRecord
+from memories.memory_json import memory_to_dict
 from memories.models import REDACTED_CONTENT, Memory, MemoryEvent
 
 logger = logging.getLogger(__name__)
@@ -165,12 +170,8 @@ def erase_copies(
 
     result.metadata_scrubbed = _scrub_other_metadata(owner_id, ids, text_needles)
 
-    from memories.idempotency import redact_records
-
-    result.idempotency_records = redact_records(owner_id, redacted, text_needles)
+    result.idempotency_records = _scrub_idempotency_records(owner_id, redacted, text_needles)
     if result.idempotency_records:
-        from memories.idempotency_records import IdempotencyRecord
-
         tables.add(IdempotencyRecord._meta.db_table)
 
     result.admin_log_entries = _scrub_admin_log(ids, text_needles)
@@ -178,8 +179,6 @@ def erase_copies(
         from django.contrib.admin.models import LogEntry
 
         tables.add(LogEntry._meta.db_table)
-
-    from memories.access_log import scrub_for_redaction
 
     # The access log's query previews of searches that delivered it or quote it.
     tables.update(scrub_for_redaction(owner_id, ids, text_needles))
@@ -190,12 +189,10 @@ def erase_copies(
 
         tables.add(Task._meta.db_table)
 
+    # The index above the store forgets the names (retrieval's hook, set when it loads).
     keys = {name.lower() for names in entities.values() for name in names}
-    result.dictionary_keys = _drop_unused_dictionary_keys(owner_id, keys)
-    if result.dictionary_keys or was_active:
-        from retrieval.models import OwnerEntity, Posting
-
-        tables.update({OwnerEntity._meta.db_table, Posting._meta.db_table})
+    result.dictionary_keys, index_tables = signals.forget_redacted_names(owner_id, keys, was_active)
+    tables.update(index_tables)
     result.tables = sorted(tables)
 
 
@@ -332,17 +329,30 @@ def _extraction_of(args: Any, owner_id: int, sessions: set[str]) -> bool:
     )
 
 
-def _drop_unused_dictionary_keys(owner_id: int, keys: set[str]) -> int:
-    """The owner's dictionary keeps a key at count 0 when its last memory leaves
-    (retrieval 0003); a redacted name must not stay as a key."""
-    if not keys:
-        return 0
-    from retrieval.models import OwnerEntity
+def _scrub_idempotency_records(owner_id: int, redacted: list[Memory], needles: list[str]) -> int:
+    """Rewrite the owner's records that hold what a redaction erases; how many.
 
-    deleted, _ = OwnerEntity.objects.filter(
-        owner_id=owner_id, key__in=sorted(keys), memories__lte=0
-    ).delete()
-    return deleted
+    A record answered with a redacted version (its id), was an action on one
+    (its path), or quotes a redacted text (``needles``, lower-cased). Its
+    answer becomes the version as it is now (or is scrubbed, if it answered
+    with another memory) and its request hash goes.
+    """
+    by_id = {memory.pk: memory for memory in redacted}
+    paths = {f"POST /v1/memories/{pk}" for pk in by_id}
+    changed = 0
+    for record in IdempotencyRecord.objects.filter(owner_id=owner_id):
+        body = record.response_body
+        answered = body.get("id") if isinstance(body, dict) else None
+        text = json.dumps(body, ensure_ascii=False)
+        if answered not in by_id and record.endpoint not in paths and not quotes(text, needles):
+            continue
+        if answered in by_id:
+            body = memory_to_dict(by_id[answered])
+        IdempotencyRecord.objects.filter(pk=record.pk).update(
+            response_body=scrub(body, needles), request_hash=REDACTED_REQUEST
+        )
+        changed += 1
+    return changed
 
 
 # --- after commit ----------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 import pytest
 
-from retrieval.entities import EntityFinder, find_entities, known_names_in, proper_noun_spans
+from memories.proper_nouns import known_names_in, proper_noun_spans
+from retrieval.entities import EntityFinder, find_entities
 
 
 @pytest.mark.parametrize(
