@@ -16,6 +16,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
+from memories import redaction
 from memories.api_tokens import ApiToken
 from memories.forms import RedactForm
 from memories.models import IllegalTransition, Memory, MemoryEvent, RedactionRefused
@@ -218,7 +219,8 @@ class MemoryAdmin(NoDeleteAdmin):
         erased, refused = 0, []
         for memory in memories:
             try:
-                result = memory.redact(
+                result = redaction.redact(
+                    memory,
                     chain=data["scope"] == "chain",
                     actor=request.user,
                     via=VIA_ADMIN,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -38,9 +37,6 @@ from memories.about import (
 )
 from memories.matching import search_terms, term_pattern
 from memories.rules import REDACTED_CONTENT, MemoryIsPermanent  # noqa: F401 (re-exported)
-
-if TYPE_CHECKING:
-    from memories.redaction import Redaction
 
 EMBEDDING_DIMENSIONS = settings.EMBEDDING_DIMENSIONS
 # The HNSW index on active embeddings. ef_construction 96, between pgvector's
@@ -1241,106 +1237,11 @@ class Memory(models.Model):
             )
         return self._refresh_from(row)
 
-    def redact(
-        self, *, reason: str, chain: bool = False, actor=None, via: str = "api"
-    ) -> Redaction:
-        """Erase what this version said, for good; with ``chain``, every version of its chain.
-
-        Each row stays where it is in its chain, with status redacted, the stub
-        for content, and no entities, embedding or text in its metadata; a
-        ``redacted`` event records who, when and why (the reason may not quote
-        the text or name its entities). The retrieval triggers take the
-        postings, entity counts and BM25 sums of an active version away;
-        memories/redaction.py scrubs every other copy in the same transaction.
-        After commit the touched tables are vacuumed by a background task.
-        """
+    def redact(self, *, reason: str, chain: bool = False, actor=None, via: str = "api"):
+        """Deprecated spelling of ``memories.redaction.redact(memory, ...)``."""
         from memories import redaction
 
-        reason = " ".join((reason or "").split())
-        if not reason:
-            raise RedactionRefused("reason_required", "A redaction needs a reason, for the record.")
-        with transaction.atomic():
-            rows = self._lock_versions(chain)
-            row = next(r for r in rows if r.pk == self.pk)
-            pending = [r for r in rows if r.status != Memory.Status.REDACTED]
-            if row.status == Memory.Status.REDACTED and not chain:
-                raise IllegalTransition(row, "redact")
-            if not pending:
-                raise IllegalTransition(row, "redact", "so is every version of its chain")
-            texts = {r.pk: r.content for r in pending}
-            entities = {r.pk: list(r.entity_refs) for r in pending}
-            if redaction.quotes(reason, redaction.needles_of(texts.values())):
-                raise RedactionRefused(
-                    "reason_quotes_text",
-                    "The reason quotes the text being erased, and the reason is kept: "
-                    "say why without it.",
-                )
-            if redaction.names_any(reason, [e for names in entities.values() for e in names]):
-                raise RedactionRefused(
-                    "reason_quotes_text",
-                    "The reason names an entity of the memory being erased, and the reason "
-                    "is kept: say why without it.",
-                )
-            was_active = any(r.status == Memory.Status.ACTIVE for r in pending)
-            events = []
-            for version in pending:
-                previous = version.status
-                version.status = Memory.Status.REDACTED
-                version.content = REDACTED_CONTENT
-                version.entity_refs = []
-                version.embedding = None
-                # What it was about names people and things the text said.
-                for name in about_fields(About()):
-                    setattr(version, name, "")
-                version.metadata = redaction.scrub(
-                    version.metadata,
-                    redaction.needles_of([texts[version.pk], *entities[version.pk]]),
-                )
-                version.save(
-                    update_fields=[
-                        "status",
-                        "content",
-                        "entity_refs",
-                        "embedding",
-                        "metadata",
-                        *about_fields(About()),
-                    ]
-                )
-                events.append(
-                    version.log(
-                        MemoryEvent.Action.REDACTED,
-                        actor=actor,
-                        via=via,
-                        reason=reason,
-                        data={"from": previous, "chain": chain},
-                    )
-                )
-            result = redaction.Redaction(memory_ids=[r.pk for r in pending])
-            redaction.erase_copies(
-                row.owner_id,
-                pending,
-                texts,
-                entities,
-                result,
-                was_active=was_active,
-                skip_events=[event.pk for event in events],
-            )
-            transaction.on_commit(lambda: redaction.vacuum_soon(result.tables))
-        self._refresh_from(row)
-        return result
-
-    def _lock_versions(self, chain: bool) -> list[Memory]:
-        """Lock this row, or every version of its chain, and return them fresh."""
-        locked: set[int] = set()
-        while True:
-            wanted = {m.pk for m in Memory.objects.chain(self.pk)} if chain else {self.pk}
-            if wanted <= locked:
-                break
-            # In id order, so two redactions of one chain cannot deadlock.
-            list(Memory.objects.select_for_update().filter(pk__in=wanted - locked).order_by("pk"))
-            # A version written meanwhile (by a supersede holding the head) is locked next round.
-            locked |= wanted
-        return list(Memory.objects.filter(pk__in=wanted).order_by("created_at", "id"))
+        return redaction.redact(self, reason=reason, chain=chain, actor=actor, via=via)
 
     def log(
         self, action: str, *, actor=None, via: str = "system", reason: str = "", data=None

@@ -1,6 +1,7 @@
-"""What a redaction erases besides the memory rows themselves (``Memory.redact``).
+"""Redaction: ``redact(memory, reason=..., chain=..., actor=..., via=...)`` erases
+what a memory said, and everything else that holds it.
 
-The rows are rewritten by the model method; the retrieval triggers take their
+The rows are rewritten by ``redact``; the retrieval triggers take their
 postings, dictionary counts and BM25 sums away as the active version leaves.
 Everything else that may hold the text is scrubbed here, in the same
 transaction:
@@ -42,14 +43,21 @@ from functools import reduce
 from operator import or_
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.models import Q
 
 from memories import signals
+from memories.about import About, about_fields
 from memories.access_log import scrub_for_redaction
 from memories.idempotency_records import REDACTED_REQUEST, IdempotencyRecord
 from memories.memory_json import memory_to_dict
-from memories.models import REDACTED_CONTENT, Memory, MemoryEvent
+from memories.models import (
+    REDACTED_CONTENT,
+    IllegalTransition,
+    Memory,
+    MemoryEvent,
+    RedactionRefused,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +95,110 @@ class Redaction:
             if count:
                 parts.append(f"{count} {what}")
         return ", ".join(parts)
+
+
+# --- the memory rows ------------------------------------------------------------------
+
+
+def redact(
+    memory: Memory, *, reason: str, chain: bool = False, actor=None, via: str = "api"
+) -> Redaction:
+    """Erase what ``memory`` said, for good; with ``chain``, every version of its chain.
+
+    Each row stays where it is in its chain, with status redacted, the stub
+    for content, and no entities, embedding or text in its metadata; a
+    ``redacted`` event records who, when and why (the reason may not quote
+    the text or name its entities). The retrieval triggers take the
+    postings, entity counts and BM25 sums of an active version away;
+    ``erase_copies`` scrubs every other copy in the same transaction.
+    After commit the touched tables are vacuumed by a background task.
+    """
+    reason = " ".join((reason or "").split())
+    if not reason:
+        raise RedactionRefused("reason_required", "A redaction needs a reason, for the record.")
+    with transaction.atomic():
+        rows = _lock_versions(memory, chain)
+        row = next(r for r in rows if r.pk == memory.pk)
+        pending = [r for r in rows if r.status != Memory.Status.REDACTED]
+        if row.status == Memory.Status.REDACTED and not chain:
+            raise IllegalTransition(row, "redact")
+        if not pending:
+            raise IllegalTransition(row, "redact", "so is every version of its chain")
+        texts = {r.pk: r.content for r in pending}
+        entities = {r.pk: list(r.entity_refs) for r in pending}
+        if quotes(reason, needles_of(texts.values())):
+            raise RedactionRefused(
+                "reason_quotes_text",
+                "The reason quotes the text being erased, and the reason is kept: "
+                "say why without it.",
+            )
+        if names_any(reason, [e for names in entities.values() for e in names]):
+            raise RedactionRefused(
+                "reason_quotes_text",
+                "The reason names an entity of the memory being erased, and the reason "
+                "is kept: say why without it.",
+            )
+        was_active = any(r.status == Memory.Status.ACTIVE for r in pending)
+        events = []
+        for version in pending:
+            previous = version.status
+            version.status = Memory.Status.REDACTED
+            version.content = REDACTED_CONTENT
+            version.entity_refs = []
+            version.embedding = None
+            # What it was about names people and things the text said.
+            for name in about_fields(About()):
+                setattr(version, name, "")
+            version.metadata = scrub(
+                version.metadata,
+                needles_of([texts[version.pk], *entities[version.pk]]),
+            )
+            version.save(
+                update_fields=[
+                    "status",
+                    "content",
+                    "entity_refs",
+                    "embedding",
+                    "metadata",
+                    *about_fields(About()),
+                ]
+            )
+            events.append(
+                version.log(
+                    MemoryEvent.Action.REDACTED,
+                    actor=actor,
+                    via=via,
+                    reason=reason,
+                    data={"from": previous, "chain": chain},
+                )
+            )
+        result = Redaction(memory_ids=[r.pk for r in pending])
+        erase_copies(
+            row.owner_id,
+            pending,
+            texts,
+            entities,
+            result,
+            was_active=was_active,
+            skip_events=[event.pk for event in events],
+        )
+        transaction.on_commit(lambda: vacuum_soon(result.tables))
+    memory._refresh_from(row)
+    return result
+
+
+def _lock_versions(memory: Memory, chain: bool) -> list[Memory]:
+    """Lock ``memory``'s row, or every version of its chain, and return them fresh."""
+    locked: set[int] = set()
+    while True:
+        wanted = {m.pk for m in Memory.objects.chain(memory.pk)} if chain else {memory.pk}
+        if wanted <= locked:
+            break
+        # In id order, so two redactions of one chain cannot deadlock.
+        list(Memory.objects.select_for_update().filter(pk__in=wanted - locked).order_by("pk"))
+        # A version written meanwhile (by a supersede holding the head) is locked next round.
+        locked |= wanted
+    return list(Memory.objects.filter(pk__in=wanted).order_by("created_at", "id"))
 
 
 # --- matching ------------------------------------------------------------------------

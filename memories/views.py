@@ -27,6 +27,7 @@ from django.utils.text import Truncator
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from memories import redaction
 from memories.access_log import deliveries_of
 from memories.api_tokens import SCOPE_HELP, ApiToken
 from memories.diff import DiffPiece, word_diff
@@ -927,7 +928,8 @@ def redact(request: HttpRequest, pk: int) -> HttpResponse:
     if confirmed and form.is_valid():
         wanted = {int(raw) for raw in request.POST.getlist("also") if raw.isdigit()}
         try:
-            result = memory.redact(
+            result = redaction.redact(
+                memory,
                 chain=form.cleaned_data["scope"] == "chain",
                 actor=request.user,
                 via=VIA,
@@ -944,7 +946,9 @@ def redact(request: HttpRequest, pk: int) -> HttpResponse:
                 if copy.pk not in wanted:
                     continue
                 try:
-                    copy.redact(actor=request.user, via=VIA, reason=form.cleaned_data["reason"])
+                    redaction.redact(
+                        copy, actor=request.user, via=VIA, reason=form.cleaned_data["reason"]
+                    )
                 except (IllegalTransition, RedactionRefused) as error:
                     messages.error(request, f"#{copy.pk}: {error.message}")
                 else:

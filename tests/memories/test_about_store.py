@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from memories import consolidation
+from memories import consolidation, redaction
 from memories.about import SELF, SET_BY_OWNER, About
 from memories.models import Memory, MemoryEvent
 from tests.base import make_memory
@@ -84,7 +84,7 @@ def test_an_edit_cannot_replace_a_memory_that_is_no_longer_active(alice):
 
 def test_redaction_erases_the_about_too(alice):
     memory = Memory.remember(alice, "Ana Lopes lives in Lisbon.", Memory.Type.SEMANTIC)
-    memory.redact(reason="not hers to keep", actor=alice)
+    redaction.redact(memory, reason="not hers to keep", actor=alice)
     subject, kind, aspect, occasion, _ = stored(memory)
     assert (subject, aspect, occasion) == ("", "", "")
     from memories.memory_json import memory_to_dict

@@ -6,6 +6,7 @@ import pytest
 from django.contrib.admin import helpers
 from django.urls import reverse
 
+from memories import redaction
 from memories.models import REDACTED_CONTENT, Memory, MemoryEvent
 from tests.base import make_memory
 
@@ -70,7 +71,7 @@ def test_it_needs_a_reason(admin_client, chain):
 
 def test_it_reports_memories_already_redacted(admin_client, alice, chain):
     first, second = chain
-    first.redact(reason="private", actor=alice)
+    redaction.redact(first, reason="private", actor=alice)
 
     response = post_action(
         admin_client,

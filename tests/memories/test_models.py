@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from memories import redaction
 from memories.models import IllegalTransition, Memory, MemoryEvent, MemoryIsPermanent
 from tests.base import make_memory
 
@@ -46,7 +47,7 @@ def memory_in(owner, status: str) -> Memory:
         return old
     if status == Status.REDACTED:
         memory = make_memory(owner, status=Status.ACTIVE)
-        memory.redact(reason="private", actor=owner)
+        redaction.redact(memory, reason="private", actor=owner)
         return memory
     return make_memory(owner, status=status)
 

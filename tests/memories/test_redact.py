@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
+from memories import redaction
 from memories.models import (
     REDACTED_CONTENT,
     IllegalTransition,
@@ -44,7 +45,7 @@ def chain(alice):
 def test_it_redacts_one_version_and_keeps_its_place_in_the_chain(alice, chain):
     first, second = chain
 
-    result = first.redact(reason="a secret", actor=alice, via="api")
+    result = redaction.redact(first, reason="a secret", actor=alice, via="api")
 
     first.refresh_from_db()
     assert result.memory_ids == [first.pk]
@@ -60,7 +61,7 @@ def test_it_redacts_one_version_and_keeps_its_place_in_the_chain(alice, chain):
 def test_it_records_who_when_and_why_without_the_text(alice, chain):
     first, _ = chain
 
-    first.redact(reason="a secret", actor=alice, via="page")
+    redaction.redact(first, reason="a secret", actor=alice, via="page")
 
     event = MemoryEvent.objects.get(memory=first, action=MemoryEvent.Action.REDACTED)
     assert (event.actor, event.via, event.reason) == (alice, "page", "a secret")
@@ -70,7 +71,7 @@ def test_it_records_who_when_and_why_without_the_text(alice, chain):
 def test_it_redacts_every_version_of_the_chain(alice, chain):
     first, second = chain
 
-    result = second.redact(chain=True, reason="a secret", actor=alice)
+    result = redaction.redact(second, chain=True, reason="a secret", actor=alice)
 
     assert sorted(result.memory_ids) == [first.pk, second.pk]
     assert set(Memory.objects.filter(owner=alice).values_list("status", "content")) == {
@@ -84,7 +85,7 @@ def test_it_redacts_every_version_of_the_chain(alice, chain):
 def test_it_erases_the_reasons_of_the_versions_events_and_their_other_side(alice, chain):
     first, second = chain
 
-    first.redact(reason="a secret", actor=alice)
+    redaction.redact(first, reason="a secret", actor=alice)
 
     superseded = MemoryEvent.objects.get(memory=first, action=MemoryEvent.Action.SUPERSEDED)
     version = MemoryEvent.objects.get(memory=second, action=MemoryEvent.Action.VERSION)
@@ -99,7 +100,7 @@ def test_it_scrubs_other_events_that_quote_the_text(alice, chain):
     other = make_memory(alice, "Uses the gym on Mondays.")
     other.archive(reason="wrong: Gym locker code is 4411. was the real note", actor=alice)
 
-    first.redact(reason="a secret", actor=alice)
+    redaction.redact(first, reason="a secret", actor=alice)
 
     archived = MemoryEvent.objects.get(memory=other, action=MemoryEvent.Action.ARCHIVED)
     assert archived.reason == REDACTED_CONTENT
@@ -109,17 +110,19 @@ def test_it_scrubs_other_events_that_quote_the_text(alice, chain):
 
 def test_it_refuses_to_redact_twice(alice, chain):
     first, second = chain
-    first.redact(reason="a secret", actor=alice)
+    redaction.redact(first, reason="a secret", actor=alice)
 
     with pytest.raises(IllegalTransition) as refused:
-        first.redact(reason="again", actor=alice)
+        redaction.redact(first, reason="again", actor=alice)
 
     assert refused.value.status == Status.REDACTED
     assert refused.value.head_id == second.pk
     # The chain option still erases what is left.
-    assert second.redact(chain=True, reason="all of it", actor=alice).memory_ids == [second.pk]
+    assert redaction.redact(second, chain=True, reason="all of it", actor=alice).memory_ids == [
+        second.pk
+    ]
     with pytest.raises(IllegalTransition):
-        second.redact(chain=True, reason="all of it", actor=alice)
+        redaction.redact(second, chain=True, reason="all of it", actor=alice)
 
 
 @pytest.mark.parametrize("reason", ["", "   "])
@@ -127,7 +130,7 @@ def test_it_needs_a_reason(alice, chain, reason):
     first, _ = chain
 
     with pytest.raises(RedactionRefused) as refused:
-        first.redact(reason=reason, actor=alice)
+        redaction.redact(first, reason=reason, actor=alice)
 
     assert refused.value.code == "reason_required"
     first.refresh_from_db()
@@ -139,7 +142,7 @@ def test_it_refuses_a_reason_that_quotes_the_text_or_names_an_entity(alice, chai
     first, _ = chain
 
     with pytest.raises(RedactionRefused) as refused:
-        first.redact(reason=reason, actor=alice)
+        redaction.redact(first, reason=reason, actor=alice)
 
     assert refused.value.code == "reason_quotes_text"
     first.refresh_from_db()
@@ -150,7 +153,7 @@ def test_it_refuses_a_reason_that_quotes_the_text_or_names_an_entity(alice, chai
 def test_it_redacts_from_every_status(alice, status):
     memory = make_memory(alice, "Something private.", status=status)
 
-    memory.redact(reason="private", actor=alice)
+    redaction.redact(memory, reason="private", actor=alice)
 
     memory.refresh_from_db()
     assert memory.status == Status.REDACTED
@@ -159,7 +162,7 @@ def test_it_redacts_from_every_status(alice, status):
 
 def test_a_redacted_memory_cannot_change_state_again(alice, chain):
     first, second = chain
-    second.redact(reason="a secret", actor=alice)
+    redaction.redact(second, reason="a secret", actor=alice)
 
     for action in ("confirm", "reject", "reconfirm", "archive"):
         with pytest.raises(IllegalTransition):
@@ -182,7 +185,7 @@ def test_retrieval_never_returns_it_and_its_indexes_match_a_rebuild(alice):
     )
     assert secret.pk in [item.memory.pk for item in recall(alice, "quasar clinic").memories]
 
-    secret.redact(reason="health", actor=alice)
+    redaction.redact(secret, reason="health", actor=alice)
 
     assert recall(alice, "quasar clinic rash").memories == []
     assert not Posting.objects.filter(memory_id=secret.pk).exists()
@@ -222,7 +225,7 @@ def test_it_drops_the_embedding_and_the_background_embedder_leaves_it_alone(alic
 
     memory = make_memory(alice, "Private note.", embedding=vector(1.0))
 
-    memory.redact(reason="private", actor=alice)
+    redaction.redact(memory, reason="private", actor=alice)
 
     memory.refresh_from_db()
     assert memory.embedding is None
@@ -237,7 +240,7 @@ def test_it_scrubs_its_own_metadata_of_the_text(alice):
         metadata={"note": "about Ingrid", "turn": 3, "phase": "turn_end"},
     )
 
-    memory.redact(reason="she asked", actor=alice)
+    redaction.redact(memory, reason="she asked", actor=alice)
 
     memory.refresh_from_db()
     assert memory.metadata == {"note": REDACTED_CONTENT, "turn": 3, "phase": "turn_end"}

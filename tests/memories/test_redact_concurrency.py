@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memories import redaction
 from memories.models import REDACTED_CONTENT, IllegalTransition, Memory, MemoryEvent
 from tests.base import make_memory
 from tests.memories.test_models_concurrency import run_at_once
@@ -21,7 +22,7 @@ def test_concurrent_chain_redactions_erase_each_version_once(alice):
 
     def redact(index: int):
         memory = Memory.objects.get(pk=ids[index % 3])
-        return memory.redact(chain=True, reason="moved away", actor=alice)
+        return redaction.redact(memory, chain=True, reason="moved away", actor=alice)
 
     outcomes = run_at_once(WRITERS, redact)
 
@@ -39,7 +40,9 @@ def test_a_chain_redaction_racing_an_edit_erases_the_new_version_too(alice):
     def work(index: int):
         if index == 0:
             return Memory.objects.get(pk=head.pk).supersede("Lives at 41 Rue Cler.")
-        return Memory.objects.get(pk=first.pk).redact(chain=True, reason="moved", actor=alice)
+        return redaction.redact(
+            Memory.objects.get(pk=first.pk), chain=True, reason="moved", actor=alice
+        )
 
     outcomes = run_at_once(2, work)
 

@@ -7,6 +7,7 @@ import json
 import pytest
 from django.db import DatabaseError, connection, transaction
 
+from memories import redaction
 from memories.models import REDACTED_CONTENT, Memory, MemoryEvent
 from tests.base import make_memory
 
@@ -28,7 +29,7 @@ def execute(sql: str, params=()) -> None:
 @pytest.fixture
 def redacted(alice):
     memory = make_memory(alice, "Safe combination is 31-07-22.", entities=["safe"])
-    memory.redact(reason="a secret", actor=alice)
+    redaction.redact(memory, reason="a secret", actor=alice)
     return memory
 
 
@@ -166,7 +167,7 @@ def test_the_redaction_setting_covers_its_own_owner_only(alice, bob):
 def test_the_redaction_setting_does_not_outlive_the_redaction(alice):
     memory = make_memory(alice, "Likes tea.")
     memory.archive(reason="no longer true", actor=alice)
-    make_memory(alice, "Something else.").redact(reason="private", actor=alice)
+    redaction.redact(make_memory(alice, "Something else."), reason="private", actor=alice)
     event = MemoryEvent.objects.get(memory=memory)
 
     refused("UPDATE memories_memoryevent SET reason = '[redacted]' WHERE id = %s", [event.pk])

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from memories import redaction
 from memories.io import export_lines, import_memories, parse_line
 from memories.models import REDACTED_CONTENT, Memory
 from tests.base import make_memory
@@ -19,8 +20,8 @@ def history(alice):
     first = make_memory(alice, "Bank PIN is 2468.", entities=["Bank"], metadata={"turn": 2})
     second = first.supersede("Bank PIN is 1357.")
     third = second.supersede("Banks with Nordbank.", entities=["Nordbank"])
-    Memory.objects.get(pk=second.pk).redact(reason="a PIN", actor=alice)
-    Memory.objects.get(pk=first.pk).redact(reason="a PIN", actor=alice)
+    redaction.redact(Memory.objects.get(pk=second.pk), reason="a PIN", actor=alice)
+    redaction.redact(Memory.objects.get(pk=first.pk), reason="a PIN", actor=alice)
     return first, second, third
 
 

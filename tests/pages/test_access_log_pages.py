@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from memories import access_log
+from memories import access_log, redaction
 from memories.access_log import AccessRecord, preview_of
 from memories.models import REDACTED_CONTENT, ApiToken
 from memories.tasks import daily_maintenance
@@ -112,7 +112,7 @@ def test_redaction_scrubs_the_previews_that_delivered_or_quote_it(alice, laptop)
     quoting = record(alice, laptop, [kept.pk], query="Alice sees Dr Quinn on Tuesdays.")
     other = record(alice, laptop, [kept.pk], query="which seat")
 
-    secret.redact(reason="private", actor=alice)
+    redaction.redact(secret, reason="private", actor=alice)
 
     delivered.refresh_from_db()
     quoting.refresh_from_db()

@@ -14,6 +14,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from memories import redaction
 from memories.disk_erase import DiskErase, covering, erase_for, redacted_at
 from memories.models import Memory
 from memories.tasks import erase_uncovered_redactions
@@ -82,7 +83,7 @@ def test_a_memory_not_redacted_is_not_erased_from_disk(alice_client, memory):
 
 
 def test_only_an_erase_started_after_the_redaction_covers_it(alice, memory):
-    memory.redact(reason="by mistake")
+    redaction.redact(memory, reason="by mistake")
     at = redacted_at(memory)
     before = DiskErase.objects.create(
         via="api", state="complete", started_at=at - timedelta(seconds=1), finished_at=at

@@ -8,6 +8,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.urls import reverse
 
+from memories import redaction
 from memories.models import REDACTED_CONTENT, Memory, MemoryEvent
 from tests.base import make_memory
 from tests.pages.conftest import flashes
@@ -194,7 +195,7 @@ def test_the_redact_page_offers_the_other_memories_with_the_same_text(alice_clie
     longer = propose(alice, "Note: Alice's PIN is 4417 at the bank")
     unrelated = propose(alice, "Alice's PIN is something else")
     gone = propose(alice, "Alice's PIN is 4417")
-    gone.redact(reason="earlier", actor=alice)
+    redaction.redact(gone, reason="earlier", actor=alice)
     theirs = make_memory(bob, "Alice's PIN is 4417")
 
     response = alice_client.get(reverse("memory-redact", args=[secret.pk]))

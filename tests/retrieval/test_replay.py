@@ -8,6 +8,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
+from memories import redaction
 from memories.models import Memory, RetrievalStamp
 from retrieval.legs import LegRequest, entity_leg, text_leg
 from retrieval.recall import recall
@@ -130,6 +131,6 @@ def test_the_row_legs_rank_as_the_postings_do(alice, bob, query):
 def test_a_replay_never_shows_a_redacted_version(alice, history):
     at = history["at"]
     history["v2"].refresh_from_db()
-    history["v2"].redact(reason="asked to forget this address")
+    redaction.redact(history["v2"], reason="asked to forget this address")
     assert seen(alice, at[10] + timedelta(hours=1)) == set()
     assert seen(alice, at[20] + timedelta(hours=1)) == {"Ana lives in Braga."}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
+from memories import redaction
 from memories.disk_erase import request_erase, run
 from memories.management.base import SchemaCommand, owner_by_username
 from memories.models import IllegalTransition, Memory, RedactionRefused
@@ -63,7 +64,7 @@ class Command(SchemaCommand):
             raise CommandError(f"{owner} has no memory {memory_id}.")
         try:
             # Vacuumed once this commits (a background task, or right here without a worker).
-            result = memory.redact(chain=chain, actor=None, via="command", reason=reason)
+            result = redaction.redact(memory, chain=chain, actor=None, via="command", reason=reason)
         except (IllegalTransition, RedactionRefused) as error:
             raise CommandError(error.message)
         if vacuum_full:
