@@ -52,11 +52,10 @@ from memories.about import (
 )
 from memories.models import Memory
 from memories.vectors import vector_text
-from retrieval.embeddings import EmbeddingError, get_provider
+from retrieval.embeddings import MODEL_LOADING, EmbeddingError, get_provider, model_loading
 from retrieval.legs import run_step
 from retrieval.lexemes import clean_query
 from retrieval.models import Posting
-from timothy.warmup import MODEL_LOADING, model_loading
 
 logger = logging.getLogger(__name__)
 

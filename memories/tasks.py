@@ -15,9 +15,9 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from memories import extraction, llm
-from memories.embedding import EmbeddingStopped, embed_rows, refine_about
 from memories.models import Memory
 from memories.signals import memory_written
+from retrieval.batch_embed import EmbeddingStopped, embed_rows, refine_about
 from retrieval.embeddings import EmbeddingError, get_provider
 
 logger = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ def daily_maintenance() -> str:
     """The daily schedule: consolidate every owner's memories, forget expired
     idempotency keys, fold the BM25 corpus changes; the consolidation's summary."""
     from memories.consolidation import consolidate
-    from memories.idempotency import forget_expired_keys
+    from memories.idempotency_records import forget_expired_keys
     from retrieval.bm25 import compact_corpus_sums
 
     _, outcome = consolidate()

@@ -25,7 +25,7 @@ from typing import Protocol, runtime_checkable
 import requests
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connection, transaction
+from django.db import connection
 
 from retrieval.names import EMBEDDING_PROVIDERS as PROVIDERS
 from retrieval.names import LOCAL_RUNTIMES
@@ -435,6 +435,19 @@ def _settings_key() -> tuple:
     )
 
 
+# Set while this process loads its embedding model in the background
+# (timothy/warmup.py sets and clears it, in gunicorn workers only).
+_model_loading = threading.Event()
+
+MODEL_LOADING = "the embedding model is still loading"
+
+
+def model_loading() -> bool:
+    """Whether this process is still loading its embedding model: recall skips
+    its vector leg and a create compares without vectors meanwhile."""
+    return _model_loading.is_set()
+
+
 def get_provider(*, threads: int | None = None, bulk: bool = False) -> EmbeddingProvider | None:
     """The configured provider, built once per distinct settings; None for ``none``.
 
@@ -593,25 +606,3 @@ def check_embedding_dimensions() -> None:
         "the column and re-embed every memory (safe while the service runs, resumable with "
         f"--missing-only); or go back to a model with {stored} dimensions."
     )
-
-
-def resize_embedding_column(dimensions: int) -> None:
-    """Make the column hold ``dimensions``-d vectors; every stored vector is dropped.
-
-    Each statement is short; none waits on a model. The graph, the vectors'
-    half-precision copy and its covering index are rebuilt empty (as
-    Memory.Meta defines them) and fill as rows are re-embedded.
-    """
-    from retrieval import index
-
-    table, column = EMBEDDING_COLUMN
-    with transaction.atomic(), connection.cursor() as cursor:
-        # ALTER TABLE refuses to run while deferred foreign-key checks are pending.
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        index.pause_vector_index()
-        index.drop_half_precision_scan()
-        cursor.execute(
-            f"ALTER TABLE {table} ALTER COLUMN {column} TYPE vector({int(dimensions)}) USING NULL"
-        )
-        index.add_half_precision_scan(dimensions)
-        index.resume_vector_index()

@@ -59,7 +59,7 @@ from memories.models import (
     embedding_half_field,
     embedding_scan_index,
 )
-from retrieval.embeddings import column_dimensions
+from retrieval.embeddings import EMBEDDING_COLUMN, column_dimensions
 from retrieval.models import OwnerCorpusChange, OwnerEntity, Posting
 
 logger = logging.getLogger(__name__)
@@ -939,3 +939,23 @@ SELECT
     ARRAY(SELECT owner_id || ':' || key FROM wrong_names ORDER BY 1),
     ARRAY(SELECT owner_id FROM wrong_sums ORDER BY 1)
 """
+
+
+def resize_embedding_column(dimensions: int) -> None:
+    """Make the column hold ``dimensions``-d vectors; every stored vector is dropped.
+
+    Each statement is short; none waits on a model. The graph, the vectors'
+    half-precision copy and its covering index are rebuilt empty (as
+    Memory.Meta defines them) and fill as rows are re-embedded.
+    """
+    table, column = EMBEDDING_COLUMN
+    with transaction.atomic(), connection.cursor() as cursor:
+        # ALTER TABLE refuses to run while deferred foreign-key checks are pending.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        pause_vector_index()
+        drop_half_precision_scan()
+        cursor.execute(
+            f"ALTER TABLE {table} ALTER COLUMN {column} TYPE vector({int(dimensions)}) USING NULL"
+        )
+        add_half_precision_scan(dimensions)
+        resume_vector_index()

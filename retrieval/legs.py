@@ -41,6 +41,7 @@ from retrieval.constants import (
     TS_RANK,
     VECTOR_EXACT_SCAN_MAX_ROWS,
 )
+from retrieval.embeddings import MODEL_LOADING, model_loading
 from retrieval.lexemes import clean_query, query_lexemes
 from retrieval.models import OwnerEntity, Posting
 from retrieval.posting_lists import PostingLists, first_in_order, read_postings
@@ -53,7 +54,6 @@ from timothy.concurrency import (
     must_run_inline,
     set_for_session,
 )
-from timothy.warmup import MODEL_LOADING, model_loading
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ make a request wait for a load that takes longer than the request may:
   views and their imports.
 - After it accepts (``warm_model_in_background``): the embedding model, which
   takes seconds (longer than a client waits for a recall). While it loads,
-  ``model_loading()`` is true: recall answers without its vector leg (reported
+  ``retrieval.embeddings.model_loading()`` is true: recall answers without its vector leg (reported
   as ``skipped``: "the embedding model is still loading") and a create compares
   by entities and words only, instead of queueing behind the load until their
   deadlines. The first search after a start is then answered in the time of the
@@ -26,16 +26,6 @@ import threading
 import time
 
 logger = logging.getLogger("timothy.warmup")
-
-# Set while this process loads its embedding model in the background.
-_model_loading = threading.Event()
-
-MODEL_LOADING = "the embedding model is still loading"
-
-
-def model_loading() -> bool:
-    """Whether this process is still loading its embedding model."""
-    return _model_loading.is_set()
 
 
 def warm_before_accepting() -> float:
@@ -65,20 +55,22 @@ def warm_model_in_background() -> threading.Thread | None:
     true until it is loaded (or failed to load). None without a provider."""
     from django.conf import settings
 
+    from retrieval import embeddings
+
     if settings.EMBEDDING_PROVIDER == "none":
         return None
-    _model_loading.set()
+    embeddings._model_loading.set()
     thread = threading.Thread(target=_load_model, name="embedding-warmup", daemon=True)
     thread.start()
     return thread
 
 
 def _load_model() -> None:
+    from retrieval import embeddings
+
     started = time.monotonic()
     try:
-        from retrieval.embeddings import get_provider
-
-        provider = get_provider()
+        provider = embeddings.get_provider()
         if provider is not None:
             provider.embed(["warm-up"])
         logger.info("Embedding model ready after %.1f s", time.monotonic() - started)
@@ -86,4 +78,4 @@ def _load_model() -> None:
         # Best effort: recall degrades to the other legs on its own.
         logger.warning("Could not warm the embedding provider", exc_info=True)
     finally:
-        _model_loading.clear()
+        embeddings._model_loading.clear()

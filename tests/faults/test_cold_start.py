@@ -9,12 +9,12 @@ import pytest
 import requests
 
 from memories.related import MODEL_STILL_LOADING, find_related
+from retrieval import embeddings
+from retrieval.embeddings import MODEL_LOADING
 from retrieval.recall import recall
 from tests.base import make_memory
 from tests.faults.conftest import api, remember
-from timothy import warmup
 from timothy.drill import HTTP_TIMEOUT, ServeProcess, wait_for
-from timothy.warmup import MODEL_LOADING
 
 
 def search(service: ServeProcess, session: requests.Session | None = None) -> dict:
@@ -74,9 +74,9 @@ def model_loading(settings):
     """A local model configured, and this process marked as still loading it."""
     settings.EMBEDDING_PROVIDER = "local"
     settings.EMBEDDING_MODEL = ""
-    warmup._model_loading.set()
+    embeddings._model_loading.set()
     yield
-    warmup._model_loading.clear()
+    embeddings._model_loading.clear()
 
 
 @pytest.mark.django_db

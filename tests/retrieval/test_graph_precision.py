@@ -17,7 +17,8 @@ from django.test.utils import CaptureQueriesContext
 from memories.consolidation import near_duplicate_pairs
 from memories.vectors import graph_distance, vector_text
 from retrieval import legs
-from retrieval.embeddings import column_dimensions, resize_embedding_column
+from retrieval.embeddings import column_dimensions
+from retrieval.index import resize_embedding_column
 from retrieval.legs import vector_leg
 from tests.base import make_memory
 from tests.retrieval.test_legs import request_for

@@ -26,8 +26,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from bench.management.commands.bench_search import PersonalCorpus, default_datasets
 from bench.measure import describe_load, load_average
-from memories.embedding import REEMBED_BATCH_ROWS
 from memories.management.base import positive_int
+from retrieval.batch_embed import REEMBED_BATCH_ROWS
 from retrieval.embeddings import LocalEmbeddingProvider, default_local_model_path
 
 MODES = ("service", "bulk")

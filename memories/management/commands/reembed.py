@@ -13,8 +13,8 @@ import os
 from django.core.management.base import CommandError
 from tqdm import tqdm
 
-from memories.embedding import REEMBED_BATCH_ROWS, EmbeddingStopped, ReembedRefused, reembed
 from memories.management.base import SchemaCommand, owner_by_username, positive_int
+from retrieval.batch_embed import REEMBED_BATCH_ROWS, EmbeddingStopped, ReembedRefused, reembed
 from retrieval.embeddings import EmbeddingError
 
 

@@ -23,9 +23,8 @@ from retrieval.embeddings import (
     EmbeddingProvider,
     column_dimensions,
     get_provider,
-    resize_embedding_column,
 )
-from retrieval.index import resume_vector_index, vector_index_paused
+from retrieval.index import resize_embedding_column, resume_vector_index, vector_index_paused
 
 # Rows that can come back into retrieval: active now, or once confirmed.
 EMBEDDED_STATUSES = (Memory.Status.ACTIVE, Memory.Status.PROPOSED)
