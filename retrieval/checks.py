@@ -13,7 +13,7 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection
 
 @checks.register(checks.Tags.database)
 def retrieval_index_installed(app_configs=None, databases=None, **kwargs):
-    from memories.management.base import schema_problem
+    from memories.schema import schema_problem
     from retrieval import index
 
     if not databases or DEFAULT_DB_ALIAS not in databases:

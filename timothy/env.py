@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -151,3 +152,11 @@ def require(condition: bool, sentence: str) -> None:
     """A rule between settings (e.g. a default within its maximum)."""
     if not condition:
         raise InvalidSetting(sentence)
+
+
+def read_secret_key(path: Path) -> str:
+    """The secret key kept in ``path``; empty if none was generated yet."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        return ""

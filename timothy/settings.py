@@ -32,9 +32,9 @@ from timothy.env import (
     envstr,
     envtimezone,
     envurl,
+    read_secret_key,
     require,
 )
-from timothy.startup import read_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from timothy.env import read_secret_key
+
 # manage.py commands that never connect: they run without starting PostgreSQL.
 COMMANDS_WITHOUT_DATABASE = frozenset(
     {
@@ -39,14 +41,6 @@ COMMANDS_WITHOUT_DATABASE = frozenset(
         "version",
     }
 )
-
-
-def read_secret_key(path: Path) -> str:
-    """The secret key kept in ``path``; empty if none was generated yet."""
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        return ""
 
 
 def ensure_secret_key(path: Path) -> str:

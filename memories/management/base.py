@@ -6,32 +6,8 @@ import argparse
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
-from django.db import DatabaseError, connection
-from django.db.migrations.executor import MigrationExecutor
 
-
-def schema_problem() -> str | None:
-    """One sentence saying what to run when the tables are missing or behind
-    the code (or the server cannot be reached); None when all is in place."""
-    try:
-        executor = MigrationExecutor(connection)
-        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
-        applied = executor.loader.applied_migrations
-    except DatabaseError as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        return f"Cannot reach the PostgreSQL server: {first_line}"
-    if not pending:
-        return None
-    if not applied:
-        return (
-            "The database has no tables yet: run `make run` once first (it creates them "
-            "and the owner account), or `.venv/bin/python manage.py migrate`."
-        )
-    return (
-        f"The database is {len(pending)} migration(s) behind this version of Timothy "
-        "Memory: run `.venv/bin/python manage.py migrate` (or `make run`, which migrates) "
-        "first."
-    )
+from memories.schema import schema_problem
 
 
 class SchemaCommand(BaseCommand):

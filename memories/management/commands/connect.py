@@ -30,7 +30,7 @@ from django.core.management.base import CommandError
 
 from memories.api_tokens import ApiToken
 from memories.management.base import SchemaCommand
-from timothy.startup import read_secret_key
+from timothy.env import read_secret_key
 
 TOKEN_FILE = "assistant_token"
 TOKEN_NAME = "assistant (make mcp / make chat)"
