@@ -13,7 +13,7 @@ from typing import TextIO
 from retrieval.embeddings import get_provider
 from retrieval.evaluation.dataset import Dataset, DatasetError, load_dataset
 from retrieval.evaluation.runner import evaluate_dataset, run_specs
-from retrieval.evaluation.scratch import scratch_database
+from retrieval.evaluation.scratch_database import scratch_database
 
 DEFAULT_KS = (1, 5, 10, 25)
 

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from memories.models import Memory
-from retrieval.evaluation.scratch import SCRATCH_PREFIX, ScratchRefused, scratch_database
+from retrieval.evaluation.scratch_database import SCRATCH_PREFIX, ScratchRefused, scratch_database
 from timothy.scratch import database_exists, drop_database
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -32,7 +32,7 @@ from bench.management.commands.bench_load import scratch_database_url
 from bench.management.commands.bench_recall import BENCH_OWNER_PREFIX, DEFAULT_SEED, Synthesizer
 from bench.management.commands.bench_recall import Command as BenchRecall
 from memories.models import ApiToken
-from retrieval.evaluation.scratch import ScratchRefused, scratch_database
+from retrieval.evaluation.scratch_database import ScratchRefused, scratch_database
 from timothy.drill import ServeProcess, service_env
 from timothy.scratch import database_exists
 

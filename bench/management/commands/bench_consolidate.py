@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from memories import consolidation
 from memories.models import Memory
-from retrieval.evaluation.scratch import ScratchRefused, scratch_database
+from retrieval.evaluation.scratch_database import ScratchRefused, scratch_database
 from timothy.scratch import drop_secondary_indexes
 
 BENCH_OWNER = "bench-consolidation-owner"

@@ -42,7 +42,7 @@ from bench.management.commands.bench_recall import (
 from bench.management.commands.bench_recall import Command as BenchRecall
 from memories.management.commands.serve import WEB_THREADS
 from memories.models import ApiToken, Memory
-from retrieval.evaluation.scratch import ScratchRefused, scratch_database
+from retrieval.evaluation.scratch_database import ScratchRefused, scratch_database
 from timothy.drill import (
     HTTP_TIMEOUT,
     ServeProcess,

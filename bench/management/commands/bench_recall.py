@@ -30,7 +30,7 @@ from memories.models import Memory
 from retrieval import index as retrieval_index
 from retrieval import legs
 from retrieval.constants import PIPELINES
-from retrieval.evaluation.scratch import ScratchRefused, scratch_database
+from retrieval.evaluation.scratch_database import ScratchRefused, scratch_database
 from retrieval.index import build_settings
 from retrieval.recall import drain_stamps, recall
 from timothy.scratch import database_exists, drop_secondary_indexes

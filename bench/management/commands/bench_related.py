@@ -21,7 +21,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from memories.models import Memory
 from memories.related import find_related, related_for_memories
-from retrieval.evaluation.scratch import scratch_database
+from retrieval.evaluation.scratch_database import scratch_database
 
 SUBJECTS = ["seat", "coffee", "tea", "address", "phone", "car", "dentist", "gym", "train", "dog"]
 VALUES = ["aisle", "window", "black", "oat milk", "Lisbon", "Porto", "Volvo", "Tesla", "early"]

@@ -42,7 +42,7 @@ from bench.measure import COPY_COLUMNS, COPY_TYPES, describe_load, load_average,
 from memories.management.commands.serve import WEB_THREADS, public_site_command
 from memories.models import ApiToken, Memory
 from retrieval.embeddings import LocalEmbeddingProvider, default_local_model_path
-from retrieval.evaluation.scratch import scratch_database
+from retrieval.evaluation.scratch_database import scratch_database
 from retrieval.index import vector_index_paused
 from timothy.scratch import database_exists
 
