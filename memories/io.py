@@ -46,7 +46,6 @@ from memories.models import (
     InvalidMemory,
     Memory,
     MemoryEvent,
-    RetrievalStamp,
     TooLong,
     check_content,
     check_entities,
@@ -55,6 +54,7 @@ from memories.models import (
 from memories.vectors import vector_text
 from retrieval.entities import EntityFinder, owner_entity_keys
 from retrieval.index import vector_index_paused
+from retrieval.models import RetrievalStamp
 
 # Rows per progress step on import, and per fetch on export.
 BATCH_SIZE = 2000

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.contrib.postgres.search import SearchQuery, SearchVector, SearchVectorField
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import connection, models, transaction
 from django.db.models import F, Func, Q
 from django.db.models.base import ModelState
@@ -454,7 +455,9 @@ class Memory(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     # Moves only on explicit promotion or re-confirmation, never on retrieval.
     last_confirmed_at = models.DateTimeField(null=True, blank=True)
-    # When recall last packed it: RetrievalStamp, read as last_retrieved_at.
+    # When recall last packed it: retrieval.models.RetrievalStamp (the reverse
+    # accessor retrieval_stamp, by name: the store imports nothing of retrieval),
+    # read as last_retrieved_at.
     # This version's lifetime as an active memory: from its confirmation (or
     # creation, when written active) until it was superseded or archived. Kept
     # by a trigger (migration 0006) whatever writes; a proposal that was never
@@ -566,7 +569,7 @@ class Memory(models.Model):
         ``select_related("retrieval_stamp")``; otherwise each memory reads its own."""
         try:
             return self.retrieval_stamp.last_retrieved_at
-        except RetrievalStamp.DoesNotExist:
+        except ObjectDoesNotExist:  # retrieval.models.RetrievalStamp.DoesNotExist
             return None
 
     @property
@@ -1348,66 +1351,6 @@ def loaded_row(model: type[models.Model], attributes: dict, alias: str) -> model
     row._state.adding = False
     row._state.db = alias
     return row
-
-
-class RetrievalStamp(models.Model):
-    """When recall last put a memory into a block (``Memory.last_retrieved_at``):
-    the archival rule for episodic memories reads it (memories/consolidation.py).
-
-    Kept in a narrow table of its own rather than on the memory's row. A stamp
-    written to the row rewrote it whole: a new entry in each of its ten
-    indexes (an insert into the HNSW graph among them: one recall's 14 stamps
-    took 76 ms at the median at 1M memories), and its page lost its
-    all-visible bit, so the vector leg's index-only scan went back to the
-    table for every row on it until the next vacuum (docs/benchmarks.md,
-    "Recall's stamps, kept apart").
-    """
-
-    memory = models.OneToOneField(
-        Memory, models.PROTECT, primary_key=True, related_name="retrieval_stamp"
-    )
-    # The memory's owner again: every table is keyed by owner (docs/scaling.md).
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT, related_name="+")
-    last_retrieved_at = models.DateTimeField()
-
-    def __str__(self) -> str:
-        return f"memory {self.memory_id} retrieved {self.last_retrieved_at:%Y-%m-%d %H:%M}"
-
-    @classmethod
-    def attach(cls, memory: Memory, last_retrieved_at: datetime | None) -> None:
-        """Set ``memory.last_retrieved_at`` as read from the database (or just
-        written) without another query: None is "never retrieved"."""
-        stamp = None
-        if last_retrieved_at is not None:
-            stamp = loaded_row(
-                cls,
-                {
-                    "memory_id": memory.pk,
-                    "owner_id": memory.owner_id,
-                    "last_retrieved_at": last_retrieved_at,
-                },
-                memory._state.db,
-            )
-        Memory.retrieval_stamp.related.set_cached_value(memory, stamp)
-
-    @classmethod
-    def record(cls, owner_id: int, memory_ids: Sequence[int], at: datetime) -> None:
-        """Stamp each of the owner's memories among ``memory_ids`` as retrieved
-        ``at``, in one statement; a stamp never moves back (a slower thread's
-        older stamp loses), and another owner's memory is left alone."""
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"""
-                INSERT INTO {cls._meta.db_table} (memory_id, owner_id, last_retrieved_at)
-                SELECT m.id, m.owner_id, %(at)s FROM {Memory._meta.db_table} m
-                WHERE m.owner_id = %(owner_id)s AND m.id = ANY(%(ids)s)
-                ORDER BY m.id
-                ON CONFLICT (memory_id) DO UPDATE
-                SET last_retrieved_at = EXCLUDED.last_retrieved_at
-                WHERE {cls._meta.db_table}.last_retrieved_at < EXCLUDED.last_retrieved_at
-                """,
-                {"at": at, "owner_id": owner_id, "ids": list(memory_ids)},
-            )
 
 
 class MemoryEventQuerySet(models.QuerySet):

@@ -19,7 +19,8 @@ import numpy as np
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from memories.models import EMBEDDING_HALF, Memory, RetrievalStamp, loaded_row
+from memories.models import EMBEDDING_HALF, Memory, loaded_row
+from retrieval.models import RetrievalStamp
 from retrieval.replay import ALIVE_SQL
 
 MEMORY_TABLE = Memory._meta.db_table

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.utils import timezone
 
-from memories.models import MemoryType, RetrievalStamp
+from memories.models import MemoryType
 from retrieval.candidates import load_candidates
 from retrieval.constants import (
     LEG_LIMIT,
@@ -25,6 +25,7 @@ from retrieval.freshness import freshness_pipeline
 from retrieval.fusion import fuse
 from retrieval.legs import LegRequest, run_legs
 from retrieval.lexemes import clean_query
+from retrieval.models import RetrievalStamp
 from retrieval.packing import pack
 from retrieval.replay import is_past, needs_replay
 from retrieval.results import LegReport, RecallFailed, RecallResult, ScoredMemory

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memories.models import Memory, RetrievalStamp
+from memories.models import Memory
+from retrieval.models import RetrievalStamp
 
 
 def make_memory(
@@ -56,15 +57,18 @@ def stamp(memory: Memory, last_retrieved_at: datetime) -> RetrievalStamp:
 
 
 def migrate_to(app: str, name: str | None = None) -> None:
-    """Migrate ``app`` to the migration ``name`` (its latest when None), forwards
-    or backwards, as ``manage.py migrate`` would (for migration tests)."""
+    """Migrate ``app`` to the migration ``name``, forwards or backwards, as
+    ``manage.py migrate`` would (for migration tests). Without ``name``, every
+    app goes to its latest: going back unapplied the other apps' migrations
+    that depend on ``app``'s (retrieval 0009 on memories 0027), and they come
+    back too."""
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
-    target = (app, name) if name else executor.loader.graph.leaf_nodes(app)[0]
-    executor.migrate([target])
+    targets = [(app, name)] if name else executor.loader.graph.leaf_nodes()
+    executor.migrate(targets)
 
 
 def has_column(table: str, column: str) -> bool:

@@ -6,8 +6,9 @@ import time_machine
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from memories.models import Memory, RetrievalStamp
+from memories.models import Memory
 from retrieval import constants
+from retrieval.models import RetrievalStamp
 from tests.base import make_memory
 from tests.browser.conftest import LAPTOP, PHONE, log_in, new_page, screenshot
 from tests.browser.walk import COFFEE_QUESTION, seed_walk

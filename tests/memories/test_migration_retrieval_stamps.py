@@ -9,7 +9,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from memories.models import Memory, RetrievalStamp
+from memories.models import Memory
+from retrieval.models import RetrievalStamp
 from tests.base import has_column, make_memory, migrate_to
 
 pytestmark = pytest.mark.django_db(transaction=True)

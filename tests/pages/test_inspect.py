@@ -4,8 +4,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from memories.models import RetrievalStamp
 from retrieval import constants
+from retrieval.models import RetrievalStamp
 from retrieval.render import BLOCK_CLOSE, BLOCK_OPEN
 from retrieval.tokens import count_tokens
 from tests.base import make_memory

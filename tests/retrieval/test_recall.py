@@ -6,9 +6,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from memories.models import Memory, RetrievalStamp
+from memories.models import Memory
 from retrieval import legs
 from retrieval import recall as recall_module
+from retrieval.models import RetrievalStamp
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
 from tests.base import make_memory

@@ -9,8 +9,9 @@ from django.db import connection
 from django.utils import timezone
 
 from memories import redaction
-from memories.models import Memory, RetrievalStamp
+from memories.models import Memory
 from retrieval.legs import LegRequest, entity_leg, text_leg
+from retrieval.models import RetrievalStamp
 from retrieval.recall import recall
 from retrieval.replay import needs_replay
 from tests.base import make_memory
