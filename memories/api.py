@@ -32,7 +32,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories import access_log
+from memories import access_log, redaction
 from memories.api_schema import (
     CHAIN_EXAMPLE,
     CREATED_EXAMPLE,
@@ -475,7 +475,7 @@ class MemoryDetailView(ApiView):
 
             def redact() -> Response:
                 try:
-                    memory.redact(chain=data.get("chain", False), **context)
+                    redaction.redact(memory, chain=data.get("chain", False), **context)
                 except RedactionRefused as refused:
                     raise ApiError(status.HTTP_400_BAD_REQUEST, refused.code, refused.message)
                 if data.get("erase_from_disk"):

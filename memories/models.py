@@ -1240,12 +1240,6 @@ class Memory(models.Model):
             )
         return self._refresh_from(row)
 
-    def redact(self, *, reason: str, chain: bool = False, actor=None, via: str = "api"):
-        """Deprecated spelling of ``memories.redaction.redact(memory, ...)``."""
-        from memories import redaction
-
-        return redaction.redact(self, reason=reason, chain=chain, actor=actor, via=via)
-
     def log(
         self, action: str, *, actor=None, via: str = "system", reason: str = "", data=None
     ) -> MemoryEvent:
