@@ -31,12 +31,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memories.errors import ApiError
-from memories.idempotency_records import (  # noqa: F401 (forget_expired_keys re-exported)
-    REDACTED_REQUEST,
-    IdempotencyRecord,
-    expiry_cutoff,
-    forget_expired_keys,
-)
+from memories.idempotency_records import REDACTED_REQUEST, IdempotencyRecord, expiry_cutoff
 from memories.models import IllegalTransition
 
 HEADER = "Idempotency-Key"
