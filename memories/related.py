@@ -52,7 +52,13 @@ from memories.about import (
 )
 from memories.models import Memory
 from memories.vectors import vector_text
-from retrieval.embeddings import MODEL_LOADING, EmbeddingError, get_provider, model_loading
+from retrieval.embeddings import (
+    MODEL_LOADING,
+    EmbeddingError,
+    embedding_space,
+    get_provider,
+    model_loading,
+)
 from retrieval.legs import run_step
 from retrieval.lexemes import clean_query
 from retrieval.models import Posting
@@ -723,7 +729,9 @@ def classify_by_about(signals: PairSignals) -> tuple[str | None, float]:
 # The rules above read each signal on its own; which of them matter, and how
 # much, is learned from the labelled pairs (``manage.py related_eval --fit``
 # writes this file; ``--cross-persona`` measures it on personas it was not
-# fitted on). Fitted on the local MiniLM's cosines.
+# fitted on). It holds for the embedding model it was fitted with (the file's
+# "embeddings", ``embedding_space``): under another, the rules judge until it
+# is fitted again with that model.
 CLASSIFIER_PATH = Path(__file__).resolve().parent / "data" / "related-classifier.json"
 CLASSIFIER_FORMAT = "timothy-related-classifier/1"
 UNRELATED = "unrelated"
@@ -846,13 +854,24 @@ class LearnedClassifier:
         )
 
 
-@lru_cache(maxsize=1)
 def stored_classifier() -> LearnedClassifier | None:
     """The classifier fitted on the labelled pairs, or None (the rules judge)
-    when its file is missing or does not match the features."""
+    when its file is missing, does not match the features, or was fitted on
+    another embedding model's cosines than the configured one's."""
+    fitted = classifier_file()
+    if fitted is None:
+        return None
+    space, model = fitted
+    return model if space == embedding_space() else None
+
+
+@lru_cache(maxsize=1)
+def classifier_file() -> tuple[str, LearnedClassifier] | None:
+    """(the embedding space it was fitted in, the classifier) from CLASSIFIER_PATH,
+    read once (``classifier_file.cache_clear()`` reads it again)."""
     try:
         document = json.loads(CLASSIFIER_PATH.read_text(encoding="utf-8"))
-        return LearnedClassifier.from_document(document)
+        return str(document["embeddings"]), LearnedClassifier.from_document(document)
     except (OSError, ValueError, KeyError, TypeError) as error:
         logger.warning("Judging related memories by the rules: %s", error)
         return None

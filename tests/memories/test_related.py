@@ -130,17 +130,31 @@ def test_the_learned_classifier_calls_a_duplicate_only_when_it_is_clearly_one():
 
 
 def test_a_classifier_file_that_does_not_match_the_features_leaves_the_rules_to_judge(
-    tmp_path, monkeypatch, caplog
+    tmp_path, monkeypatch, caplog, settings
 ):
     stale = tmp_path / "related-classifier.json"
-    stale.write_text('{"format": "timothy-related-classifier/1", "features": ["cosine"]}')
+    stale.write_text(
+        '{"format": "timothy-related-classifier/1", "embeddings": "local:all-MiniLM-L6-v2",'
+        ' "features": ["cosine"]}'
+    )
+    settings.EMBEDDING_PROVIDER, settings.EMBEDDING_MODEL = "local", ""
     monkeypatch.setattr(related, "CLASSIFIER_PATH", stale)
-    related.stored_classifier.cache_clear()
+    related.classifier_file.cache_clear()
     try:
         assert related.stored_classifier() is None
         assert "fit it again" in caplog.text
     finally:
-        related.stored_classifier.cache_clear()
+        related.classifier_file.cache_clear()
+
+
+def test_the_stored_classifier_judges_only_with_the_model_it_was_fitted_on(settings):
+    # Fitted on the local MiniLM's cosines; another model's are on another scale.
+    settings.EMBEDDING_PROVIDER, settings.EMBEDDING_MODEL = "local", ""
+    assert related.stored_classifier() is not None
+    settings.EMBEDDING_PROVIDER = "openai"
+    assert related.stored_classifier() is None
+    settings.EMBEDDING_PROVIDER, settings.EMBEDDING_MODEL = "local", "/models/another"
+    assert related.stored_classifier() is None
 
 
 def test_it_classifies_by_words_without_embeddings():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memories.related import CLASSIFIER_PATH, stored_classifier
+from memories.related import CLASSIFIER_PATH, classifier_file, stored_classifier
 from memories.related_evaluation import (
     DEFAULT_PAIRS,
     LABELS,
@@ -25,7 +25,7 @@ from memories.related_evaluation import (
     predict,
     signals_of,
 )
-from retrieval.embeddings import EmbeddingError, get_provider
+from retrieval.embeddings import EmbeddingError, embedding_space, get_provider
 
 
 class Command(BaseCommand):
@@ -154,6 +154,7 @@ class Command(BaseCommand):
         started = time.monotonic()
         model = fit_classifier(pairs, signals)
         document = model.to_document(
+            embeddings=embedding_space(),
             fitted_on=f"{len(pairs)} pairs of "
             + ", ".join(Path(path).name for path in self.pairs_paths)
             + ", "
@@ -161,7 +162,7 @@ class Command(BaseCommand):
         )
         CLASSIFIER_PATH.parent.mkdir(parents=True, exist_ok=True)
         CLASSIFIER_PATH.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-        stored_classifier.cache_clear()
+        classifier_file.cache_clear()
         self.stdout.write(
             f"Fitted the classifier on {len(pairs)} pairs in {time.monotonic() - started:.1f} s:"
             f" wrote {CLASSIFIER_PATH}"
