@@ -348,7 +348,8 @@ _NAME_VERB = re.compile(
     r"plays|runs|goes|went|got|gets|will|would|can|does|did|doesn't|didn't|isn't|wasn't|"
     r"started|stopped|turned|turns|retired|studies|studied|teaches|takes|took|visited|visits|"
     r"became|becomes|bought|sold|left|joined|quit|married|divorced|graduated|speaks|owns|"
-    r"drives|cycles|walks|uses|wants|needs|keeps|just|still|now|also|recently|and|&)$"
+    r"drives|cycles|walks|uses|wants|needs|keeps|just|still|now|also|recently|only|always|"
+    r"never|usually|often|rarely|sometimes|already|and|&)$"
 )
 _WORD = re.compile(r"[A-Za-zÀ-ÖØ-öø-ÿ][\w'’-]*|\d[\d:./-]*")
 
@@ -392,6 +393,25 @@ def _is_name(word: str) -> bool:
     )
 
 
+_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+_DAYS = "mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?"
+_TIMES = (
+    "week|month|year|morning|evening|night|summer|winter|spring|autumn|weekend|time|"
+    + _DAYS
+    + "|"
+    + _MONTHS
+)
+# A phrase of time or place before the subject: "In January 2026, Ana moved …",
+# "After the wedding, his sister …", "Last year Tom …", "On Sundays Helen …".
+_LEADING_ADVERBIAL = re.compile(
+    r"^\s*(?:(?:in|on|at|after|before|since|during|until|from|by|last|next|this|every|"
+    r"each|earlier|later|back|once)\b[^,]{1,60},\s*"
+    rf"|(?:last|next|this|every|each)\s+(?:{_TIMES})\s+"
+    rf"|(?:on|in)\s+(?:{_DAYS}|(?:{_MONTHS})(?:\s+\d{{4}})?|\d{{4}})\s+)",
+    re.IGNORECASE,
+)
+
+
 def _subject_of(text: str, entities: tuple[str, ...]) -> tuple[str, str, str]:
     """(subject, kind, aspect named by the frame or "") of a memory's text.
 
@@ -399,7 +419,7 @@ def _subject_of(text: str, entities: tuple[str, ...]) -> tuple[str, str, str]:
     Maisie": such a sentence says who the owner's (or Ellie's) wife or best
     friend is, so it is about the owner (or Ellie), its aspect the relation.
     """
-    clause = _first_clause(text.strip())
+    clause = _LEADING_ADVERBIAL.sub("", _first_clause(text.strip()), count=1)
     words = _words(clause)
     if not words:
         return SELF, SELF, ""

@@ -38,6 +38,15 @@ def about(text: str, memory_type: str = "semantic", **kwargs) -> About:
         ("My brother Tom lives in Porto.", "brother Tom", PERSON),
         ("His mum's sister lives in Leeds.", "mother's sister", PERSON),
         ("Ana lives in Lisbon.", "Ana", PERSON),
+        # A phrase of time or place before the subject is not the subject.
+        ("In January 2026, Ana moved to Porto.", "Ana", PERSON),
+        ("After the wedding, his sister Ana moved to Porto.", "sister Ana", PERSON),
+        ("Last year Tom started working at Google.", "Tom", PERSON),
+        ("On Sundays Helen plays bridge.", "Helen", PERSON),
+        ("In 2025 moved to Porto.", SELF, SELF),
+        ("At Loomwork she reports to Tobi Mensah.", SELF, SELF),
+        # An adverb between the name and its verb.
+        ("Since the diagnosis, Biscuit only eats prescription food.", "Biscuit", PERSON),
         ("Ana's birthday is 3 May.", "Ana", PERSON),
         ("Ana, my sister-in-law, eats meat.", "sister-in-law Ana", PERSON),
         ("Ana Costa from work is vegan.", "coworker Ana Costa", PERSON),
