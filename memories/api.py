@@ -394,7 +394,9 @@ class MemoryDetailView(ApiView):
         summary="Confirm, reject, restore, reconfirm, archive, supersede or redact a memory",
         description="confirm / reject a proposed memory (confirm with replaces: N makes it "
         "the new version of active memory N, in one transaction; 404 if N is not yours, "
-        "409 if N is no longer active); restore a rejected one to the confirmation queue; "
+        "409 if N is no longer active; copies: [ids] rejects the owner's other proposals of "
+        "the same fact as its duplicates in the same decision, named in settled_copies); "
+        "restore a rejected one to the confirmation queue; "
         "reconfirm (reset its decay) or archive an active one; supersede an active or "
         "proposed one with a new version (content, optionally type and entities), answered "
         "201 with the new head (an edit that changes nothing writes no version: 200 with "
@@ -422,6 +424,11 @@ class MemoryDetailView(ApiView):
             OpenApiExample(
                 "confirm as a new version",
                 value={"action": "confirm", "replaces": 42, "reason": "new seat preference"},
+                request_only=True,
+            ),
+            OpenApiExample(
+                "confirm and settle its copies",
+                value={"action": "confirm", "copies": [58, 61]},
                 request_only=True,
             ),
             OpenApiExample("restore", value={"action": "restore"}, request_only=True),
@@ -506,7 +513,11 @@ class MemoryDetailView(ApiView):
 
         def change() -> Response:
             getattr(memory, data["action"])(**context)
-            return Response(memory_to_dict(memory))
+            answer = memory_to_dict(memory)
+            if "copies" in data:
+                settled = memory.settle_copies(data["copies"], actor=owner, via="api")
+                answer["settled_copies"] = [copy.pk for copy in settled]
+            return Response(answer)
 
         return change
 

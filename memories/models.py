@@ -23,6 +23,7 @@ from django.db.models.base import ModelState
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 from django.utils import timezone
+from django.utils.text import Truncator
 from pgvector.django import HalfVectorField, HnswIndex, VectorField
 
 from memories import signals
@@ -918,6 +919,32 @@ class Memory(models.Model):
             reason=reason,
             event=MemoryEvent.Action.REJECTED,
         )
+
+    def settle_copies(
+        self, copy_ids: Iterable[int], *, actor=None, via: str = "api"
+    ) -> list[Memory]:
+        """Reject the owner's pending proposals among ``copy_ids`` as duplicates of
+        this memory, once it is decided (confirmed or rejected): one decision
+        settles every copy of a fact in the queue. Ids that are not the owner's
+        pending proposals, and this memory itself, are passed over."""
+        reason = Truncator(
+            f"Duplicate of memory {self.pk} “{Truncator(self.content).chars(60)}”"
+        ).chars(MAX_REASON_CHARS)
+        settled = []
+        copies = (
+            Memory.objects.filter(owner_id=self.owner_id)
+            .pending()
+            .filter(pk__in=list(copy_ids))
+            .exclude(pk=self.pk)
+        )
+        for copy in copies:
+            try:
+                copy.reject(actor=actor, via=via, reason=reason)
+            except IllegalTransition:
+                # Settled by another request in the meantime.
+                continue
+            settled.append(copy)
+        return settled
 
     def archive(self, *, actor=None, via: str = "api", reason: str = "") -> Memory:
         """active → archived: kept for the record, never retrieved."""

@@ -44,6 +44,8 @@ from retrieval.names import PROFILE_NAMES
 MAX_CURSOR_CHARS = 500
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
+# The most proposals one confirm or reject settles as its copies.
+MAX_COPIES = 100
 
 ALL_STATUSES = "all"
 STATUS_FILTER_CHOICES = [*Memory.Status.values, ALL_STATUSES]
@@ -317,6 +319,15 @@ class MemoryActionSerializer(StrictSerializer):
         help_text="confirm only: the id of an active memory this proposal replaces; it "
         "becomes superseded by the confirmed proposal (409 if it is no longer active).",
     )
+    copies = serializers.ListField(
+        child=StrictIntegerField(min_value=1),
+        required=False,
+        max_length=MAX_COPIES,
+        help_text="confirm / reject only: the ids of the owner's other proposals that are "
+        "copies of this one (a proposal's related memories with status proposed); they are "
+        "rejected as its duplicates in the same decision, and the answer's settled_copies "
+        "names those that were still pending.",
+    )
     reason = _reason_field(help_text="Why, for the memory's history.")
     content = _content_field(required=False, help_text="supersede only: the new version's text.")
     type = _type_field(required=False, help_text="supersede only: the new version's type.")
@@ -348,6 +359,10 @@ class MemoryActionSerializer(StrictSerializer):
             raise serializers.ValidationError({"content": ["A supersede needs content."]})
         if "replaces" in attrs and attrs["action"] != "confirm":
             raise serializers.ValidationError({"replaces": ["Only a confirm takes replaces."]})
+        if "copies" in attrs and attrs["action"] not in ("confirm", "reject"):
+            raise serializers.ValidationError(
+                {"copies": ["Only a confirm or a reject takes copies."]}
+            )
         if attrs["action"] != "supersede":
             extra = [name for name in self.VERSION_FIELDS if name in attrs]
             if extra:

@@ -279,23 +279,10 @@ def _replaceable(owner, proposal: Memory) -> list[Memory]:
 
 
 def _settle_copies(request: HttpRequest, memory: Memory, field: str = "copies") -> list[Memory]:
-    """Reject the proposals named as copies of ``memory`` (``field``: ``copies`` on a
-    card's own forms, ``copies-of-N`` on the bulk form) as its duplicates: one
-    decision settles every copy of a fact in the queue."""
+    """Reject the proposals the form names as copies of ``memory`` (``field``:
+    ``copies`` on a card's own forms, ``copies-of-N`` on the bulk form)."""
     ids = [int(raw) for raw in request.POST.getlist(field) if raw.isdigit()]
-    settled = []
-    for copy in Memory.objects.for_owner(request.user).pending().filter(pk__in=ids):
-        if copy.pk == memory.pk:
-            continue
-        reason = Truncator(f"Duplicate of memory {memory.pk} {_quote(memory)}").chars(
-            MAX_REASON_CHARS
-        )
-        try:
-            copy.reject(actor=request.user, via=VIA, reason=reason)
-        except IllegalTransition:
-            continue
-        settled.append(copy)
-    return settled
+    return memory.settle_copies(ids, actor=request.user, via=VIA)
 
 
 def _named_copies(request: HttpRequest, memory: Memory) -> list[Memory]:

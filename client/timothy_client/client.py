@@ -425,20 +425,33 @@ class Memory:
         return self._create(fields, idempotency_key=idempotency_key)
 
     def confirm(
-        self, memory_id: int, *, replaces: int | None = None, reason: str | None = None
+        self,
+        memory_id: int,
+        *,
+        replaces: int | None = None,
+        reason: str | None = None,
+        copies: Iterable[int] | None = None,
     ) -> MemoryRecord:
         """proposed -> active.
 
         With ``replaces`` (an active memory's id, e.g. from ``related``), the
         proposal becomes that memory's new version: ``IllegalTransition`` (409)
         if it is no longer active, with ``head_id`` when it was superseded.
+        ``copies``: other proposals of the same fact (``related`` with status
+        proposed), rejected as its duplicates in the same decision; the answer's
+        ``raw["settled_copies"]`` names those that were still pending.
         """
-        extra = {} if replaces is None else {"replaces": int(replaces)}
+        extra: dict[str, Any] = {} if replaces is None else {"replaces": int(replaces)}
+        if copies is not None:
+            extra["copies"] = [int(copy) for copy in copies]
         return self._act(memory_id, "confirm", reason, **extra)
 
-    def reject(self, memory_id: int, *, reason: str | None = None) -> MemoryRecord:
-        """proposed -> rejected (kept, never retrieved)."""
-        return self._act(memory_id, "reject", reason)
+    def reject(
+        self, memory_id: int, *, reason: str | None = None, copies: Iterable[int] | None = None
+    ) -> MemoryRecord:
+        """proposed -> rejected (kept, never retrieved); ``copies`` as for ``confirm``."""
+        extra = {} if copies is None else {"copies": [int(copy) for copy in copies]}
+        return self._act(memory_id, "reject", reason, **extra)
 
     def reconfirm(self, memory_id: int, *, reason: str | None = None) -> MemoryRecord:
         """Say an active memory is still true (resets its decay)."""

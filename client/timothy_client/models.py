@@ -46,8 +46,9 @@ class MemoryEvent:
 
 @dataclass(frozen=True)
 class Related:
-    """An active memory a new one repeats (``duplicate``), may update (``update``),
-    or sits beside (``see_also``), from a create answer's ``related``.
+    """A memory a new one repeats (``duplicate``), may update (``update``), or sits
+    beside (``see_also``), from a create answer's ``related``: an active memory,
+    or (``status`` proposed) another copy waiting in the owner's queue.
 
     A relation this client does not know is kept as it came and only named.
     """
@@ -56,6 +57,7 @@ class Related:
     relation: str
     score: float
     content: str = ""
+    status: str = "active"
 
     @classmethod
     def from_json(cls, raw: Any) -> Related:
@@ -64,12 +66,19 @@ class Related:
             relation=str(raw["relation"]),
             score=float(raw.get("score") or 0.0),
             content=str(raw.get("content") or ""),
+            status=str(raw.get("status") or "active"),
         )
 
     def note(self, memory: MemoryRecord) -> str:
         """What it means for ``memory`` (the one just written), in words a model acts on."""
         quoted = f": {json.dumps(self.content, ensure_ascii=False)}" if self.content else ""
         proposed = memory.status == "proposed"
+        if self.status == "proposed" and self.relation == "duplicate" and proposed:
+            return (
+                f"This repeats #{self.id}{quoted}, which also waits for the user — one "
+                f"decision settles both: confirm (or reject) #{memory.id} with "
+                f"copies=[{self.id}]."
+            )
         if self.relation == "duplicate":
             head = f"This repeats #{self.id}{quoted}"
             advice = (

@@ -170,3 +170,58 @@ def test_it_restores_a_rejected_memory_to_the_queue(alice_api, alice):
     again = alice_api.post(f"/v1/memories/{memory.pk}", {"action": "restore"})
     assert again.status_code == 409
     assert again.json()["error"]["details"]["status"] == "proposed"
+
+
+def test_confirming_a_proposal_with_its_copies_rejects_them_in_the_same_decision(
+    alice_api, alice, bob
+):
+    first = alice_api.create("Has a dog named Biscuit.", "semantic", "propose")
+    again = alice_api.create("Has a dog named Biscuit", "semantic", "propose")
+    bobs = Memory.propose(bob, "Has a dog named Biscuit.", Memory.Type.SEMANTIC)
+    copy_ids = [r["id"] for r in again["related"] if r["status"] == "proposed"]
+    assert copy_ids == [first["id"]]
+
+    answer = alice_api.post(
+        f"/v1/memories/{again['id']}", {"action": "confirm", "copies": [*copy_ids, bobs.pk]}
+    )
+
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["status"] == "active"
+    # Another owner's proposal is passed over, as if it did not exist.
+    assert answer.json()["settled_copies"] == [first["id"]]
+    copy = Memory.objects.get(pk=first["id"])
+    assert copy.status == Memory.Status.REJECTED
+    assert copy.events.last().reason.startswith(f"Duplicate of memory {again['id']}")
+    bobs.refresh_from_db()
+    assert bobs.status == Memory.Status.PROPOSED
+
+
+def test_rejecting_a_proposal_rejects_its_copies_and_skips_settled_ones(alice_api, alice):
+    first = Memory.propose(alice, "Is allergic to peanuts.", Memory.Type.SEMANTIC)
+    second = Memory.propose(alice, "Is allergic to peanuts", Memory.Type.SEMANTIC)
+    settled = Memory.propose(alice, "Allergic to peanuts.", Memory.Type.SEMANTIC)
+    settled.confirm(actor=alice)
+
+    answer = alice_api.post(
+        f"/v1/memories/{first.pk}", {"action": "reject", "copies": [second.pk, settled.pk]}
+    )
+
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["settled_copies"] == [second.pk]
+    second.refresh_from_db()
+    settled.refresh_from_db()
+    assert (second.status, settled.status) == (Memory.Status.REJECTED, Memory.Status.ACTIVE)
+
+
+def test_only_a_confirm_or_a_reject_takes_copies(alice_api, alice):
+    memory = make_memory(alice, "Plays the cello.")
+    copy = Memory.propose(alice, "Plays the cello", Memory.Type.SEMANTIC)
+
+    answer = alice_api.post(f"/v1/memories/{memory.pk}", {"action": "archive", "copies": [copy.pk]})
+
+    assert answer.status_code == 400
+    assert "copies" in answer.text
+    copy.refresh_from_db()
+    assert copy.status == Memory.Status.PROPOSED
+    memory.refresh_from_db()
+    assert memory.status == Memory.Status.ACTIVE

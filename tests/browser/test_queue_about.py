@@ -230,13 +230,18 @@ def test_rejecting_a_proposal_rejects_its_copies_and_one_undo_restores_both(
     assert (first.status, second.status) == (Memory.Status.PROPOSED, Memory.Status.PROPOSED)
 
 
-def test_confirming_selected_proposals_rejects_their_copies_too(page, live_server, owner):
+@VIEWPORTS
+def test_confirming_selected_proposals_rejects_their_copies_too(
+    browser, live_server, owner, viewport
+):
     first, second = copies(owner)
     other = Memory.propose(owner, "Plays the cello.", Memory.Type.SEMANTIC)
+    page = open_page(browser, live_server, viewport)
     page.goto(f"{live_server.url}/queue/")
     expect(page.locator("[data-proposal]")).to_have_count(2)
     page.locator(f"#select-{first.pk}").check()
     page.locator(f"#select-{other.pk}").check()
+    assert page.evaluate(NO_SIDEWAYS_SCROLL) <= 0
     page.get_by_role("button", name="Confirm selected").click()
 
     expect(page.get_by_role("status").first).to_contain_text(
@@ -257,6 +262,7 @@ def test_confirming_selected_proposals_rejects_their_copies_too(page, live_serve
     expect(page.get_by_role("status")).to_contain_text("Restored")
     second.refresh_from_db()
     assert second.status == Memory.Status.PROPOSED
+    page.context.close()
 
 
 @VIEWPORTS

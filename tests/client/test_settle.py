@@ -132,3 +132,29 @@ def test_an_answer_without_related_has_none():
         {"id": 9, "type": "semantic", "content": "Cycles to work.", "status": "active"}
     )
     assert (record.related, record.notes) == ([], [])
+
+
+def test_one_decision_settles_a_proposals_copies(fresh_memory):
+    first = fresh_memory.propose(AISLE, "preference")
+    again = fresh_memory.propose(AISLE.lower(), "preference")
+    copies = [item.id for item in again.related if item.status == "proposed"]
+    assert copies == [first.id]
+
+    confirmed = fresh_memory.confirm(again.id, copies=copies)
+
+    assert confirmed.status == "active"
+    assert confirmed.raw["settled_copies"] == [first.id]
+    assert [r.id for r in fresh_memory.list(status="proposed")] == []
+    assert [r.id for r in fresh_memory.list(status="rejected")] == [first.id]
+
+
+def test_a_proposal_that_repeats_another_proposal_says_to_settle_both_at_once(fresh_memory):
+    first = fresh_memory.propose(WINDOW, "preference")
+    again = fresh_memory.propose(WINDOW.lower(), "preference")
+    [related] = again.related
+    assert (related.id, related.status) == (first.id, "proposed")
+    # Not "confirm with replaces": a proposal cannot be replaced, that would be a 409.
+    assert again.notes == [
+        f'This repeats #{first.id}: "{WINDOW}", which also waits for the user — one decision '
+        f"settles both: confirm (or reject) #{again.id} with copies=[{first.id}]."
+    ]
