@@ -407,7 +407,11 @@ _LEADING_ADVERBIAL = re.compile(
     r"^\s*(?:(?:in|on|at|after|before|since|during|until|from|by|last|next|this|every|"
     r"each|earlier|later|back|once)\b[^,]{1,60},\s*"
     rf"|(?:last|next|this|every|each)\s+(?:{_TIMES})\s+"
-    rf"|(?:on|in)\s+(?:{_DAYS}|(?:{_MONTHS})(?:\s+\d{{4}})?|\d{{4}})\s+)",
+    rf"|(?:on|in)\s+(?:{_DAYS}|(?:{_MONTHS})(?:\s+\d{{4}})?|\d{{4}})\s+"
+    # "Since the thyroid diagnosis Biscuit only eats …": no comma, but a name and
+    # a verb after a phrase of lower-case words.
+    r"|(?:since|after|before|during|until|following)\s+(?:the|a|an|his|her|their|its|our|my)"
+    r"(?-i:(?:\s+[a-z][\w'-]*){1,4}\s+(?=[A-Z][a-z]+\s+[a-z])))",
     re.IGNORECASE,
 )
 
@@ -1658,3 +1662,9 @@ def asked_about(query: str) -> About:
 # The owner as the one who does or has ("I", "my"), not as an object ("Did
 # Helen tell me?" asks about Helen).
 _FIRST_PERSON = frozenset(["i", "i'm", "i've", "i'd", "i'll", "my"])
+
+
+def asked_aspect(query: str) -> str:
+    """Which aspect a question asks of ("Which town do I live in now?": home;
+    "What car do I drive now?": car), or '' when it names none."""
+    return _aspect_of(query, "semantic")

@@ -21,6 +21,7 @@ from memories.about import SELF, aspect_label, subject_phrase
 from memories.models import Memory
 from memories.vocabulary import type_name
 from retrieval.constants import (
+    ASKED_ASPECT_FACTOR,
     BM25_B,
     BM25_K1,
     BM25_TOP,
@@ -61,6 +62,8 @@ FUSION_PARTS = {
     "weight",
     "superseded_by_newer",
     "current_state",
+    "asked_aspect",
+    "asked_factor",
     "final",
 }
 FRESHNESS_PARTS = {
@@ -493,11 +496,18 @@ def _fusion_steps(item: ScoredMemory, profile: FusionProfile) -> list[str]:
         steps.append(
             f"asked how things stand now: newer counts more → × {parts['current_state']:.2f}"
         )
+    asked = isinstance(parts.get("asked_factor"), int | float)
+    if asked:
+        steps.append(
+            f"about what was asked ({parts.get('asked_aspect', '')}) → × {parts['asked_factor']:g}"
+        )
     if {"decay", "weight", "final"} <= set(parts):
         relevance = parts.get("relevance", parts.get("rrf"))
         steps.append(
             f"{_number(relevance):.3f} × age {_age_factor(parts):.2f}"
-            f" × type {_number(parts['weight']):g} = {_number(parts['final']):.4f}"
+            f" × type {_number(parts['weight']):g}"
+            + (f" × asked {parts['asked_factor']:g}" if asked else "")
+            + f" = {_number(parts['final']):.4f}"
         )
     return steps + _other_parts(parts, FUSION_PARTS)
 
@@ -637,7 +647,9 @@ def legend(pipeline: str, profile_name: str = "default") -> list[LegendEntry]:
                     f"among the best {SUPERSEDE_TOP} that a newer one replaces (about the "
                     "same subject and aspect: your home, your brother's job) drops below it, "
                     f"× {SUPERSEDED_FACTOR:g} at least; nothing about another subject or "
-                    "aspect does that; and newer memories count a little more."
+                    "aspect does that; newer memories count a little more; and a memory "
+                    "about the aspect the message asks of (your home, for “Which town "
+                    f"do I live in now?”) counts × {ASKED_ASPECT_FACTOR:g}."
                     if profile.current_state
                     else ""
                 ),

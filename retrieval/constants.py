@@ -145,6 +145,9 @@ CURRENT_STATE_WORDS = (
 #   drops below it, its score multiplied by SUPERSEDED_FACTOR at least;
 SUPERSEDE_TOP = 5
 SUPERSEDED_FACTOR = 0.3
+# - a memory about what the query asks of (its subject and aspect: "Which town do
+#   I live in now?" asks of the owner's home) is multiplied by ASKED_ASPECT_FACTOR;
+ASKED_ASPECT_FACTOR = 1.25
 SUPERSEDABLE_TYPES = ("semantic", "preference")
 # - and the score of each memory about whom the question asks is multiplied
 #   by 0.5 ** (days since written / this), so that of two good answers the

@@ -15,9 +15,10 @@ from datetime import datetime
 
 import numpy as np
 
-from memories.about import about_of, asked_about, newer_replaces, same_subject
+from memories.about import about_of, asked_about, asked_aspect, newer_replaces, same_subject
 from memories.models import Memory
 from retrieval.constants import (
+    ASKED_ASPECT_FACTOR,
     CURRENT_STATE_HALF_LIFE_DAYS,
     CURRENT_STATE_WORDS,
     RRF,
@@ -295,7 +296,9 @@ def _prefer_current_state(
     £12"); it drops below the memory that replaces it. Then every score leans
     gently towards what was written more recently (a half-life of
     CURRENT_STATE_HALF_LIFE_DAYS), so that of two equally good answers the
-    newer wins.
+    newer wins. A memory about what the query asks of (the asked subject and
+    the aspect the query names: "Which town do I live in now?", the owner's
+    home) gains ASKED_ASPECT_FACTOR.
     """
     top = sorted(scored, key=_best_first)[:SUPERSEDE_TOP]
     abouts = {id(item): about_of(item.memory) for item in top}
@@ -334,10 +337,16 @@ def _prefer_current_state(
         for item in scored
     }
     oldest = min(leans.values(), default=1.0)
+    aspect = asked_aspect(query)
     for item in scored:
-        recency = leans[id(item)] if same_subject(about_of(item.memory), asked) else oldest
+        about = about_of(item.memory)
+        recency = leans[id(item)] if same_subject(about, asked) else oldest
         item.score *= recency
         item.parts["current_state"] = recency
+        if aspect and about.aspect == aspect and same_subject(about, asked):
+            item.score *= ASKED_ASPECT_FACTOR
+            item.parts["asked_aspect"] = aspect
+            item.parts["asked_factor"] = ASKED_ASPECT_FACTOR
 
 
 def _vector(memory: Memory) -> list[float] | None:

@@ -47,6 +47,10 @@ def about(text: str, memory_type: str = "semantic", **kwargs) -> About:
         ("At Loomwork she reports to Tobi Mensah.", SELF, SELF),
         # An adverb between the name and its verb.
         ("Since the diagnosis, Biscuit only eats prescription food.", "Biscuit", PERSON),
+        # ... with no comma after the phrase: a name and a verb end it.
+        ("Since the thyroid diagnosis Biscuit only eats prescription food.", "Biscuit", PERSON),
+        ("After the move Tom started cycling to work.", "Tom", PERSON),
+        ("Since the move she cycles to work.", SELF, SELF),
         ("Ana's birthday is 3 May.", "Ana", PERSON),
         ("Ana, my sister-in-law, eats meat.", "sister-in-law Ana", PERSON),
         ("Ana Costa from work is vegan.", "coworker Ana Costa", PERSON),

@@ -148,6 +148,14 @@ def test_it_says_when_the_question_asked_how_things_stand_now():
     assert any("asked how things stand now" in step for step in steps)
 
 
+def test_it_shows_what_a_memory_about_the_asked_aspect_gained():
+    parts = default_parts({"vector": 2.0}, {"vector": 1}, current_state=0.5)
+    parts.update(asked_aspect="home", asked_factor=1.25, final=parts["final"] * 1.25)
+    steps = fusion_steps(scored(parts, age_days=30), DEFAULT_PROFILE)
+    assert "about what was asked (home) → × 1.25" in steps
+    assert steps[-1] == "2.000 × age 0.50 × type 1 × asked 1.25 = 1.2500"
+
+
 def test_it_says_why_a_candidate_far_below_the_best_was_left_out():
     item = scored(default_parts({"vector": 0.1}, {"vector": 9}), cut_reason="below_relative_cut")
     text = sentence("fusion", item, Evidence(), NOW, packed=1)

@@ -5,6 +5,7 @@ import pytest
 
 from memories.models import Memory
 from retrieval.constants import (
+    ASKED_ASPECT_FACTOR,
     CURRENT_STATE_HALF_LIFE_DAYS,
     DEFAULT_PROFILE,
     SEED_PROFILE,
@@ -274,7 +275,10 @@ def test_it_prefers_the_newer_memory_about_the_same_subject_when_asked_how_thing
     # Below the memory that replaces it, whatever its own relevance.
     before_age = min(old.parts["relevance"], new.parts["relevance"]) * SUPERSEDED_FACTOR
     expected = before_age * 0.5 ** (600 / CURRENT_STATE_HALF_LIFE_DAYS)
-    assert old.score == pytest.approx(expected)
+    # Still about what was asked (the owner's phone), as is the memory replacing it.
+    assert old.parts["asked_aspect"] == new.parts["asked_aspect"] == "phone"
+    assert old.parts["asked_factor"] == ASKED_ASPECT_FACTOR
+    assert old.score == pytest.approx(expected * ASKED_ASPECT_FACTOR)
     # The newer memory on another topic (the plan's price) demotes nothing.
     assert "superseded_by_newer" not in new.parts
 
@@ -292,6 +296,27 @@ def test_another_persons_newer_fact_does_not_make_the_owners_out_of_date():
     )
     assert kept[0].memory.pk == 1
     assert all("superseded_by_newer" not in item.parts for item in kept)
+
+
+def test_it_favours_a_memory_about_the_aspect_asked_of_when_asked_how_things_stand():
+    hives = memory(1, days=10, embedding=[1.0, 0.0], content="Moved four hives to the hill.")
+    home = memory(2, "episodic", days=30, embedding=[0.95, 0.31], content="")
+    home.content = "Moved into a cottage in Port Chalmers."
+    sisters = memory(3, days=5, embedding=[0.97, 0.24], content="My sister lives in Dunedin.")
+    kept, _ = fuse(
+        {"vector": [(1, 0.9), (3, 0.88), (2, 0.87)]},
+        {1: hives, 2: home, 3: sisters},
+        AS_OF,
+        profile=DEFAULT_PROFILE,
+        query="Which town do I live in now?",
+        query_embedding=[1.0, 0.0],
+    )
+    assert [item.memory.pk for item in kept][0] == 2
+    parts = {item.memory.pk: item.parts for item in kept}
+    assert (parts[2]["asked_aspect"], parts[2]["asked_factor"]) == ("home", ASKED_ASPECT_FACTOR)
+    # Another aspect of the owner's, and the same aspect of another person's, gain nothing.
+    assert "asked_aspect" not in parts[1]
+    assert "asked_aspect" not in parts[3]
 
 
 def test_it_keeps_the_best_match_first_for_other_questions():
