@@ -40,6 +40,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from memories.about import (
+    ROLE_CANONICAL,
+    ROLE_WORDS,
     About,
     aspect_label,
     derive_about,
@@ -201,35 +203,6 @@ CHANGE_MARKERS = {
     "changed",
     "started",
 }
-# People other than the owner. A fact about the owner's mother is not an update
-# of one about the owner, nor one about his son of one about his daughter.
-RELATIVES = {
-    "mother": "mother",
-    "mum": "mother",
-    "mom": "mother",
-    "father": "father",
-    "dad": "father",
-    "wife": "wife",
-    "husband": "husband",
-    "partner": "partner",
-    "girlfriend": "partner",
-    "boyfriend": "partner",
-    "son": "son",
-    "daughter": "daughter",
-    "sister": "sister",
-    "brother": "brother",
-    "parents": "parents",
-    "kids": "children",
-    "kid": "children",
-    "children": "children",
-    "child": "children",
-    "friend": "friend",
-    "grandmother": "grandmother",
-    "grandfather": "grandfather",
-    "aunt": "aunt",
-    "uncle": "uncle",
-    "cousin": "cousin",
-}
 _WORD = re.compile(r"[\w@+][\w@+.,:'’/-]*[\w]|[\w@+]")
 _SENTENCE_BREAK = re.compile(r"[.;!?]")
 
@@ -299,9 +272,12 @@ def says_changed(old: str, new: str) -> bool:
 
 
 def relatives(text: str) -> set[str]:
-    """The relatives a fact is about ("his mother's" counts as "mother")."""
+    """The people a fact names by their relation to the owner (``ROLE_WORDS``,
+    one spelling each: "his mum's" counts as "mother"). A fact about the
+    owner's mother is not an update of one about the owner, nor one about his
+    son of one about his daughter."""
     words = {word.removesuffix("'s") for word in _words(text)}
-    return {RELATIVES[word] for word in words if word in RELATIVES}
+    return {ROLE_CANONICAL.get(word, word) for word in words if word in ROLE_WORDS}
 
 
 def about_someone_else(
@@ -366,6 +342,14 @@ class PairSignals:
     # Both memories are events (episodic); both of one type.
     both_events: bool = False
     same_type: bool = True
+    # The new text names a value (name, number, date) the old one lacks, and
+    # the old one a value the new one lacks (both: ``value_conflict``).
+    new_value: bool = False
+    old_value: bool = False
+    # What one side prefers or does, the other sets against it ("Prefers soba
+    # to udon" / "Prefers udon to soba"; "Drives to work" / "Cycles instead
+    # of driving"): a choice reversed.
+    reversed_choice: bool = False
 
     @property
     def why(self) -> str:
@@ -424,6 +408,9 @@ class PairSignals:
         )
         return cls(
             **judged,
+            new_value=_values_only_in(new_values, old_values),
+            old_value=_values_only_in(old_values, new_values),
+            reversed_choice=reversed_choice(old_text, new_text),
             cosine=None if cosine is None or not math.isfinite(cosine) else float(cosine),
             lexical=len(old_lex & new_lex) / len(union) if union else 0.0,
             shared_lexemes=len(old_lex & new_lex),
@@ -496,6 +483,117 @@ _FRAME_LEXEMES = frozenset(
 
 # A new text that corrects an old one: "…, not Lanzarote", "actually on the 12th".
 _CORRECTION = re.compile(r",\s*not\b|\bactually\b|\bcorrect(?:ion|ed)\b|\binstead\b", re.I)
+
+
+def _values_only_in(values: set[str], others: set[str]) -> bool:
+    """A value of ``values`` that ``others`` do not name, in any form ("Toronto"
+    and "Toronto's", "4" and "4th" are one value)."""
+    return any(not any(_same_word(value, other) for other in others) for value in values)
+
+
+# What sets a choice against another: "… than / over / rather than / instead of
+# …", "not …", "stopped …". The words before it are the side chosen, those after
+# the side set aside.
+_SET_AGAINST = re.compile(
+    r"\b(?:rather than|instead of|than|over|not|no longer|never|stopped|quit|gave up)\b|n't\b",
+    re.I,
+)
+# "Prefers soba to udon" (but not "Prefers to walk"): "to" sets the choice against another.
+_PREFERS = re.compile(r"\bprefer", re.I)
+_PREFERS_TO = re.compile(r"prefer\w*\s+$", re.I)
+_TO = re.compile(r"\bto\b", re.I)
+# Words that name no side of a choice.
+_CHOICE_FILLER = frozenset(
+    [
+        "the",
+        "and",
+        "his",
+        "her",
+        "its",
+        "our",
+        "their",
+        "for",
+        "with",
+        "from",
+        "has",
+        "have",
+        "had",
+        "was",
+        "were",
+        "are",
+        "been",
+        "but",
+        "this",
+        "that",
+        "these",
+        "those",
+        "very",
+        "per",
+        "all",
+        "any",
+        "one",
+        "out",
+        "off",
+        "into",
+        "onto",
+        "about",
+        "who",
+        "what",
+        "which",
+        "when",
+        "then",
+        "just",
+        "also",
+        "still",
+        "now",
+        "some",
+        "more",
+        "most",
+        "much",
+        "prefers",
+        "prefer",
+        "preferred",
+        "likes",
+        "like",
+        "would",
+        "rather",
+        "does",
+        "doesn't",
+    ]
+)
+
+
+def _sides_of_choice(text: str) -> tuple[set[str], set[str]]:
+    """(the words of the side chosen, the words of the side set aside); the
+    second is empty when the text sets nothing aside."""
+    match = _SET_AGAINST.search(text)
+    if match is None and _PREFERS.search(text):
+        after = [m for m in _TO.finditer(text) if not _PREFERS_TO.search(text[: m.start()])]
+        match = after[-1] if after else None
+    if match is None:
+        return _choice_words(text), set()
+    return _choice_words(text[: match.start()]), _choice_words(text[match.end() :])
+
+
+def _choice_words(text: str) -> set[str]:
+    return {
+        word
+        for word in (w.lower().replace("’", "'") for w in re.findall(r"[\w'’-]+", text))
+        if len(word) > 2 and word not in _CHOICE_FILLER
+    }
+
+
+def reversed_choice(old_text: str, new_text: str) -> bool:
+    """What one text chooses, the other sets aside ("Prefers soba to udon" /
+    "Prefers udon to soba"; "Likes to winter in Arizona" / "Prefers the Gulf
+    Coast to Arizona")."""
+    old_chosen, old_aside = _sides_of_choice(old_text)
+    new_chosen, new_aside = _sides_of_choice(new_text)
+
+    def meet(first: set[str], second: set[str]) -> bool:
+        return any(_same_word(a, b) for a in first for b in second)
+
+    return meet(old_chosen, new_aside) or meet(old_aside, new_chosen)
 
 
 def _plain_values(values: set[str]) -> set[str]:
@@ -786,6 +884,9 @@ PAIR_FEATURES: tuple[tuple[str, Callable[[PairSignals, str | None], float]], ...
     ("rules: update", lambda _, rules: _flag(rules == UPDATE)),
     ("rules: see also", lambda _, rules: _flag(rules == SEE_ALSO)),
     ("cosine, says changed", lambda s, _: (s.cosine or 0.0) * _flag(s.changed)),
+    ("a value only in the new", lambda s, _: _flag(s.new_value)),
+    ("a value only in the old", lambda s, _: _flag(s.old_value)),
+    ("a choice reversed", lambda s, _: _flag(s.reversed_choice)),
 )
 
 

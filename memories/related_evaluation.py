@@ -29,6 +29,7 @@ from memories.related import (
     DUPLICATE,
     PAIR_FEATURES,
     STORED,
+    UNRELATED,
     UPDATE,
     LearnedClassifier,
     PairSignals,
@@ -38,7 +39,6 @@ from memories.related import (
 )
 
 FORMATS = ("timothy-related-pairs/1", "timothy-related-pairs/2")
-UNRELATED = "unrelated"
 LABELS = (DUPLICATE, UPDATE, UNRELATED)
 SPLITS = ("dev", "test", "holdout")
 DATA_DIR = Path(settings.BASE_DIR) / "tests" / "memories" / "data"

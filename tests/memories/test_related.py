@@ -67,6 +67,37 @@ def test_it_sees_a_change_said_in_the_new_text():
     assert not signals("Lives in Lisbon.", "His home is in Lisbon.").changed
 
 
+def test_it_sees_a_value_named_on_one_side_only():
+    bank = signals("Her bank is Nordea.", "Banks with OP Tampere.")
+    assert bank.new_value and bank.old_value
+    allergy = signals("Allergic to penicillin.", "Has a penicillin allergy.")
+    assert not allergy.new_value and not allergy.old_value
+    school = signals(
+        "Ellie's school is Oswald Road Primary.", "Ellie goes to Oswald Road Primary School."
+    )
+    assert school.new_value and not school.old_value
+
+
+def test_it_sees_a_choice_reversed():
+    assert signals("Prefers soba to udon.", "Prefers udon to soba.").reversed_choice
+    assert signals(
+        "Likes to winter in Arizona.", "Prefers the Gulf Coast to Arizona."
+    ).reversed_choice
+    assert signals(
+        "Takes the 86 bus to work.", "Now cycles instead of getting the bus."
+    ).reversed_choice
+    assert signals("Plays with a pick.", "Doesn't like using a pick.").reversed_choice
+    # The same choice set against the same thing, reworded.
+    assert not signals(
+        "Prefers to be paid per word rather than per hour.",
+        "Likes charging per word instead of by the hour.",
+    ).reversed_choice
+    # "Prefers to …" sets nothing aside.
+    assert not signals(
+        "Prefers to walk the dog at dawn.", "Prefers to walk at dawn."
+    ).reversed_choice
+
+
 def test_it_tells_facts_about_other_people_apart():
     assert signals("His mother lives in Porto.", "His father lives in Coimbra.").other_person
     assert signals("Is 34 years old.", "His wife is 36.").other_person
@@ -77,6 +108,9 @@ def test_it_tells_facts_about_other_people_apart():
         new_entities=["Leila"],
     ).other_person
     assert not signals("His mother lives in Porto.", "His mum lives in Porto.").other_person
+    # Every relation the subject reader knows (about.ROLE_WORDS), in one spelling.
+    assert signals("His flatmate is Benja.", "His landlord is Benja.").other_person
+    assert not signals("His housemate cooks.", "His roommate cooks.").other_person
 
 
 def test_it_classifies_by_cosine_with_embeddings():
