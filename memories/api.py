@@ -353,6 +353,9 @@ class MemoryCollectionView(ApiView):
         )
         # The caller's about, or the one judged here (with the embedding's help).
         fields["about"] = data.get("about") or found.about
+        # Computed for the check already: written with the row, in its INSERT,
+        # and no background task queued to compute it again.
+        fields["embedding"] = found.embedding
         with transaction.atomic():
             if data["mode"] == MemoryCreateSerializer.Mode.REMEMBER:
                 memory = remember_once(owner, data["content"], data["type"], found, **fields)
@@ -360,11 +363,7 @@ class MemoryCollectionView(ApiView):
                 if "confidence" in data:
                     fields["confidence"] = data["confidence"]
                 memory = Memory.propose(owner, data["content"], data["type"], **fields)
-            # Computed for the check already: stored in the row's own transaction,
-            # and no background task queued to compute it again.
-            if found.embedding is not None and Memory.objects.filter(
-                pk=memory.pk, embedding__isnull=True
-            ).update(embedding=found.embedding):
+            if found.embedding is not None:
                 vector_stored(memory.pk)
         body = memory_to_dict(memory) | {"related": found.to_list()}
         return Response(body, status=status.HTTP_201_CREATED)

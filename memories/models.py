@@ -623,8 +623,10 @@ class Memory(models.Model):
         via: str = "api",
         reason: str = "",
         about: About | None = None,
+        embedding: Sequence[float] | None = None,
     ) -> Memory:
-        """Stage a memory for the owner's confirmation queue."""
+        """Stage a memory for the owner's confirmation queue (with its vector when
+        the caller computed it: written in the same INSERT)."""
         return cls._create(
             owner,
             content,
@@ -640,6 +642,7 @@ class Memory(models.Model):
             reason=reason,
             action=MemoryEvent.Action.PROPOSED,
             about=about,
+            embedding=embedding,
         )
 
     @classmethod
@@ -657,6 +660,7 @@ class Memory(models.Model):
         reason: str = "",
         replaces: Memory | None = None,
         about: About | None = None,
+        embedding: Sequence[float] | None = None,
     ) -> Memory:
         """The owner's explicit fact: active at once, full confidence.
 
@@ -677,6 +681,7 @@ class Memory(models.Model):
                 via=via,
                 reason=reason,
                 about=about,
+                embedding=embedding,
             )
         return cls._create(
             owner,
@@ -693,6 +698,7 @@ class Memory(models.Model):
             reason=reason,
             action=MemoryEvent.Action.CREATED,
             about=about,
+            embedding=embedding,
         )
 
     @classmethod
@@ -713,6 +719,7 @@ class Memory(models.Model):
         reason: str,
         action: str,
         about: About | None = None,
+        embedding: Sequence[float] | None = None,
     ) -> Memory:
         check_content(content)
         given = check_entities(entities)
@@ -736,6 +743,7 @@ class Memory(models.Model):
                 source=source,
                 session_id=session_id,
                 metadata=metadata or {},
+                embedding=list(embedding) if embedding is not None else None,
                 created_at=now,
                 last_confirmed_at=now if status == cls.Status.ACTIVE else None,
             )
@@ -1118,11 +1126,13 @@ class Memory(models.Model):
         actor=None,
         via: str = "api",
         reason: str = "",
+        embedding: Sequence[float] | None = None,
     ) -> Memory:
         """Write a new active version; this row becomes superseded and points to it.
 
         Allowed from active, and from proposed (edit-then-confirm). Returns the
-        new head.
+        new head; ``embedding`` (the new version's vector, when the caller
+        computed it) is written in the same INSERT.
         """
         if content is not None:
             check_content(content)
@@ -1149,6 +1159,7 @@ class Memory(models.Model):
                 source=source or old.source,
                 session_id=old.session_id if session_id is None else session_id,
                 metadata=old.metadata,
+                embedding=list(embedding) if embedding is not None else None,
                 created_at=now,
                 last_confirmed_at=now,
             )

@@ -42,3 +42,28 @@ def test_a_create_whose_vector_could_not_be_computed_still_gets_one_in_the_backg
     assert list(memory.embedding) == pytest.approx(deterministic_vector(TEXT, 384), abs=1e-6)
     assert Task.objects.filter(func="memories.tasks.embed_memory").count() == 1
     assert len(openai_embeddings.requests_to(EMBEDDINGS)) == 2
+
+
+@pytest.mark.parametrize("mode", ["remember", "propose"])
+def test_a_create_writes_its_row_with_the_vector_in_one_insert(openai_embeddings, alice, mode):
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client(headers={"Authorization": f"Bearer {issue_token(alice)}"})
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post(
+            "/v1/memories",
+            {"content": TEXT, "type": "semantic", "mode": mode},
+            content_type="application/json",
+        )
+    assert response.status_code == 201, response.content
+    table = Memory._meta.db_table
+    writes = [
+        query["sql"]
+        for query in queries.captured_queries
+        if query["sql"].startswith((f'INSERT INTO "{table}"', f'UPDATE "{table}"'))
+    ]
+    assert len(writes) == 1 and writes[0].startswith("INSERT"), writes
+    memory = Memory.objects.get(pk=response.json()["id"])
+    assert list(memory.embedding) == pytest.approx(deterministic_vector(TEXT, 384), abs=1e-6)
