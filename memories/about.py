@@ -471,8 +471,10 @@ def _subject_of(text: str, entities: tuple[str, ...]) -> tuple[str, str, str]:
             ):
                 # "His wife's name is Leila": who the owner's wife is.
                 return SELF, SELF, _relation_aspect(label)
-            if following in {"is", "was"} and _names_next(words, after + 1) and not name:
-                # "My wife is Keiko": who the owner's wife is.
+            copula = _copula_after_phrase(lowered, after)
+            if copula is not None and _names_next(words, copula + 1) and not name:
+                # "My wife is Keiko", "Her manager at Fernwood is Hannah": who
+                # the owner's wife or manager is.
                 return SELF, SELF, _relation_aspect(label)
             kind = PET if pet else PERSON
             return f"{label} {name}".strip(), kind, ""
@@ -560,12 +562,32 @@ _RELATION_ASPECTS = {
     "fiance": "partner",
     "gp": "doctor",
     "adviser": "advisor",
+    "boss": "manager",
 }
 
 
 def _relation_aspect(role: str) -> str:
     last = role.split("'s ")[-1]
     return _RELATION_ASPECTS.get(last, last)
+
+
+# Words that open a short phrase between a relation and its "is": "my manager
+# at Fernwood is", "my GP in Leeds was".
+_PLACE_PREPOSITIONS = frozenset({"at", "in", "from", "on"})
+# At most this many words from the preposition to the "is".
+_PLACE_PHRASE_MAX_WORDS = 4
+
+
+def _copula_after_phrase(lowered: list[str], position: int) -> int | None:
+    """Where the "is" or "was" stands that follows ``position`` directly or after
+    a short place phrase ("at Fernwood", "in the Leeds office"), or None."""
+    if lowered[position : position + 1] in (["is"], ["was"]):
+        return position
+    if lowered[position : position + 1] and lowered[position] in _PLACE_PREPOSITIONS:
+        for offset in range(2, _PLACE_PHRASE_MAX_WORDS + 1):
+            if lowered[position + offset : position + offset + 1] in (["is"], ["was"]):
+                return position + offset
+    return None
 
 
 def _names_next(words: list[str], position: int) -> bool:
@@ -1254,6 +1276,9 @@ def derive_about(
         named = _HAS_A_NAMED.search(content)
         if named and _role(named.group(1)):
             relation_aspect = _relation_aspect(_role(named.group(1)))
+        elif _REPORTS_TO.search(content):
+            # "Reports to Tobi Mensah": who the owner's manager is.
+            relation_aspect = _relation_aspect("manager")
     aspect = relation_aspect or _aspect_of(_without_subject(content, subject, kind), memory_type)
     occasion = occasion_of(content, written) if memory_type == "episodic" else ""
     return About(
@@ -1266,6 +1291,7 @@ def derive_about(
 
 
 _HAS_A_NAMED = re.compile(r"\b(?:has|have|had) an? (?:\w+ )?([\w-]+),? (?:named|called) [A-Z]")
+_REPORTS_TO = re.compile(r"\b(?i:reports?) (?:directly )?to (?:the )?[A-Z]")
 
 
 # Whose work is the owner's care: "Her GP switched her medication" is about the owner.
@@ -1634,10 +1660,30 @@ _ASKED_RELATION = re.compile(
 )
 
 
+# "Who is my manager now?", "Who's our GP these days?": which person holds a
+# relation of the owner's, as "My manager is Hannah" says.
+_ASKED_WHO_IS = re.compile(
+    r"\bwho(?:'s|’s|\s+is|\s+was)\s+(?:my|our)\s+(?:(?:"
+    + "|".join(sorted(_ROLE_ADJECTIVES))
+    + r")\s+)*([\w-]+)(?=\s*(?:now|these days|currently|at the moment|nowadays|today)?\s*\??\s*$)",
+    re.IGNORECASE,
+)
+
+
+def _asked_relation(query: str) -> str:
+    """The relation a "Who is my …?" question asks of ("manager"), or ""."""
+    match = _ASKED_WHO_IS.search(query.strip())
+    role = _role(match.group(1)) if match else ""
+    return _relation_aspect(role) if role else ""
+
+
 def asked_about(query: str) -> About:
     """Whom a question asks about: "my brother Arjun", "Mum's", "Biscuit", "Helen";
     the owner when it names nobody ("Where do I live now?") or asks in the first
-    person ("Am I still seeing Ruth?")."""
+    person ("Am I still seeing Ruth?") or asks who holds a relation of theirs
+    ("Who is my manager now?": the owner's manager, as "My manager is Hannah")."""
+    if _asked_relation(query):
+        return About()
     for match in _ASKED_RELATION.finditer(query):
         role = _role(match.group(1))
         if role:
@@ -1666,5 +1712,6 @@ _FIRST_PERSON = frozenset(["i", "i'm", "i've", "i'd", "i'll", "my"])
 
 def asked_aspect(query: str) -> str:
     """Which aspect a question asks of ("Which town do I live in now?": home;
-    "What car do I drive now?": car), or '' when it names none."""
-    return _aspect_of(query, "semantic")
+    "What car do I drive now?": car; "Who is my manager now?": manager), or ''
+    when it names none."""
+    return _asked_relation(query) or _aspect_of(query, "semantic")

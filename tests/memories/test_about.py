@@ -13,6 +13,7 @@ from memories.about import (
     UNPLACED_EVENT,
     About,
     asked_about,
+    asked_aspect,
     checked_about,
     derive_about,
     is_multi_valued,
@@ -81,6 +82,41 @@ def test_saying_who_someone_is_is_about_the_owner():
     assert about("My wife is Keiko.") == About(SELF, SELF, "partner", "")
     assert about("Ellie's best friend is Maisie.").subject == "Ellie"
     assert about("Ellie's best friend is Maisie.").aspect == "friend"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Her manager at Fernwood is Hannah Ostrowski, the Head of Design.",
+        "My boss is Sarah.",
+        "At Loomwork she reports to Tobi Mensah, the VP of Design.",
+        "Reports directly to the CFO, Amira Haddad.",
+    ],
+)
+def test_who_the_owners_manager_is_is_one_aspect_of_the_owner(text):
+    # Each names who the owner's manager is, however it is said: a newer one
+    # replaces an older one for "now", and a question asks of it.
+    assert about(text) == About(SELF, SELF, "manager", "")
+
+
+def test_a_place_phrase_before_the_copula_keeps_the_relation():
+    assert about("My GP in Leeds is Dr Patel.") == About(SELF, SELF, "doctor", "")
+    # A relation described, not named: still about that person.
+    assert about("His sister in Leeds is a nurse.").subject == "sister"
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Who is my manager now?", "Who's my boss these days?", "Who is my current manager?"],
+)
+def test_who_holds_a_relation_is_asked_of_the_owner(question):
+    assert asked_about(question) == About()
+    assert asked_aspect(question) == "manager"
+
+
+def test_a_relation_of_someone_else_is_asked_of_them():
+    assert asked_about("Who is my brother's wife?").subject == "brother"
+    assert asked_aspect("Who is my brother's wife?") == "partner"
 
 
 @pytest.mark.parametrize(

@@ -283,6 +283,28 @@ def test_it_prefers_the_newer_memory_about_the_same_subject_when_asked_how_thing
     assert "superseded_by_newer" not in new.parts
 
 
+def test_a_newer_manager_replaces_the_old_one_however_it_is_said():
+    old = memory(
+        1, days=600, embedding=[1.0, 0.0], content="Her manager at Fernwood is Hannah Ostrowski."
+    )
+    new = memory(
+        2, days=10, embedding=[0.8, 0.6], content="At Loomwork she reports to Tobi Mensah."
+    )
+    fillers = {pk: memory(pk, days=300, embedding=[0.0, 1.0]) for pk in (3, 4, 5)}
+    kept, _ = fuse(
+        {"vector": [(1, 0.9), (2, 0.5), (3, 0.1), (4, 0.1), (5, 0.1)]},
+        {1: old, 2: new, **fillers},
+        AS_OF,
+        profile=DEFAULT_PROFILE,
+        query="Who is my manager now?",
+        query_embedding=[1.0, 0.0],
+    )
+    assert kept[0].memory.pk == 2
+    replaced = next(item for item in kept if item.memory.pk == 1)
+    assert replaced.parts["superseded_by_newer"] == 2
+    assert kept[0].parts["asked_aspect"] == "manager"
+
+
 def test_another_persons_newer_fact_does_not_make_the_owners_out_of_date():
     mine = memory(1, days=400, embedding=[1.0, 0.0], content="Lives in Lisbon.")
     brother = memory(2, days=5, embedding=[0.9, 0.44], content="My brother lives in Porto.")
