@@ -405,20 +405,24 @@ class AboutAccuracy:
     misses: list[tuple[str, str, str, str]]
 
 
-def about_accuracy(pairs: Sequence[Pair]) -> AboutAccuracy:
-    """How often ``derive_about`` agrees with the labelled about of each memory
+def about_accuracy(pairs: Sequence[Pair], embed=None) -> AboutAccuracy:
+    """How often the derived about agrees with the labelled about of each memory
     (each distinct text once). The subject counts as right when it names the
-    same subject (``same_subject``: "brother Tom" for "Tom")."""
+    same subject (``same_subject``: "brother Tom" for "Tom"). With ``embed``
+    (``texts -> vectors``) the about is the one the service stores: the rules',
+    with the aspect by meaning where no rule found one."""
     sides = {}
     for pair in pairs:
         for side in (pair.existing, pair.new):
             if side.about is not None:
                 sides[(side.content, side.type)] = side
+    texts = sorted({side.content for side in sides.values()})
+    vectors = dict(zip(texts, embed(texts), strict=True)) if embed and texts else {}
     counts = {"subject": 0, "kind": 0, "aspect": 0, "occasion": 0}
     events = 0
     misses = []
     for side in sides.values():
-        labelled, derived = side.about, side.derived_about()
+        labelled, derived = side.about, _about(side, vectors, embed)
         checks = {
             "subject": same_subject(labelled, derived)
             and labelled.kind == derived.kind

@@ -9,6 +9,7 @@ from memories.models import Memory
 from memories.related import DUPLICATE, SEE_ALSO, UPDATE, find_related
 from memories.related_evaluation import (
     UNRELATED,
+    about_accuracy,
     cross_persona,
     fit_classifier,
     judgements,
@@ -116,3 +117,14 @@ def test_on_personas_it_was_not_fitted_on_it_keeps_its_figures(local_embeddings)
     ) == (0.922, 0.874, 0.779, 0.085)
     assert figures.related_recall > rules.related_recall + 0.1
     assert figures.relation_right > rules.relation_right + 0.1
+
+
+def test_about_accuracy_measures_the_about_the_service_stores(local_embeddings):
+    # With embeddings, an aspect no rule reads is read by meaning, as when a
+    # memory is written and embedded; the rules' own aspects stay as they are.
+    pairs = load_default_pairs()
+    by_rules = about_accuracy(pairs)
+    stored = about_accuracy(pairs, local_embeddings.embed)
+    assert stored.memories == by_rules.memories
+    assert (stored.subject, stored.kind) == (by_rules.subject, by_rules.kind)
+    assert stored.aspect > by_rules.aspect

@@ -133,7 +133,7 @@ class Command(BaseCommand):
                         measure(chosen_pairs, chosen_signals, guesses=chosen_guesses),
                         options,
                     )
-        self._about(pairs, splits)
+        self._about(pairs, splits, provider.embed if provider is not None else None)
 
     def _guesses(self, pairs, signals, by_about: bool, options) -> tuple[str, list[str]]:
         if not by_about:
@@ -193,15 +193,21 @@ class Command(BaseCommand):
             for pair_id, truth, guess in figures.mistakes:
                 self.stdout.write(f"   {pair_id}: {truth} taken for {guess}")
 
-    def _about(self, pairs, splits) -> None:
+    def _about(self, pairs, splits, embed) -> None:
         for split in splits:
             chosen = [p for p in pairs if split == "all" or p.split == split]
-            accuracy = about_accuracy(chosen)
-            if not accuracy.memories:
+            by_rules = about_accuracy(chosen)
+            if not by_rules.memories:
                 continue
+            stored = about_accuracy(chosen, embed) if embed is not None else by_rules
+            by_meaning = (
+                f" (the rules alone {by_rules.aspect:.3f}; the rest by meaning)"
+                if embed is not None
+                else " (the rules alone: no embeddings)"
+            )
             self.stdout.write(
-                f"\n== what each memory is about, {split}: {accuracy.memories} labelled memories:"
-                f" subject {accuracy.subject:.3f}, kind {accuracy.kind:.3f},"
-                f" aspect {accuracy.aspect:.3f}; occasion of {accuracy.events} events"
-                f" {accuracy.occasion:.3f}"
+                f"\n== what each memory is about, {split}: {stored.memories} labelled memories:"
+                f" subject {stored.subject:.3f}, kind {stored.kind:.3f},"
+                f" aspect {stored.aspect:.3f}{by_meaning}; occasion of {stored.events} events"
+                f" {stored.occasion:.3f}"
             )
