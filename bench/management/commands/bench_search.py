@@ -7,7 +7,9 @@ the public site with the same gunicorn command line `make run` uses against
 that database, sends the datasets' real questions to ``POST
 /v1/memories/search`` at each concurrency, and prints latency percentiles,
 throughput, CPU per query and where the time went (the route's
-``Server-Timing`` header). Drops the database unless ``--keep``.
+``Server-Timing`` header). With ``--busy N``, N other processes keep a core
+busy each while the timed searches run (bench/busy.py). Drops the database
+unless ``--keep``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
+from bench.busy import busy
 from bench.measure import COPY_COLUMNS, COPY_TYPES, describe_load, load_average, percentile
 from memories.management.commands.serve import WEB_THREADS, public_site_command
 from memories.models import ApiToken, Memory
@@ -158,11 +161,20 @@ class Command(BaseCommand):
         parser.add_argument("--keep", action="store_true", help="keep the scratch database")
         parser.add_argument("--reuse", action="store_true", help="reuse a kept database")
         parser.add_argument("--seed", type=int, default=11)
+        parser.add_argument(
+            "--busy",
+            type=int,
+            default=0,
+            metavar="N",
+            help="N processes keep a core busy each while the timed searches run (other work)",
+        )
 
     def handle(self, *args, **options) -> None:
         levels = [int(level) for level in options["concurrency"].split(",") if level.strip()]
         if not levels or min(levels) < 1:
             raise CommandError("--concurrency takes levels of at least 1, e.g. 1,4,16.")
+        if options["busy"] < 0:
+            raise CommandError("--busy takes a number of processes, 0 or more.")
         database = options["database"]
         if database == connection.settings_dict["NAME"]:
             raise CommandError("The scratch database must not be the service's own database.")
@@ -373,9 +385,28 @@ class Command(BaseCommand):
         connections.close_all()
         client = _Client(server["base"], token)
         self._warm_up(client, corpus)
+        with busy(options["busy"]) as others:
+            splits = self._levels(server, client, corpus, levels, options, others)
+        for level, ok in splits.items():
+            self._split(level, ok, options["busy"])
+        self._sizes(server["process"].pid)
+        if server["errors"]:
+            self.stdout.write(f"server stderr ({len(server['errors'])} lines), last lines:")
+            for line in server["errors"][-5:]:
+                self.stdout.write("  " + line.rstrip())
+
+    def _levels(self, server: dict, client: _Client, corpus, levels, options, others) -> dict:
+        """Each level's timed searches, with ``others`` (busy processes) running, if any."""
+        if others is not None:
+            self.stdout.write(
+                f"BUSY: {others.count} other process(es) keep a core busy each during the "
+                "timed searches (numpy on one thread, the service's niceness)"
+            )
+        else:
+            self.stdout.write("quiet: no other work started (--busy 0)")
         self.stdout.write(
             f"{'concurrency':>11} {'queries':>8} {'errors':>7} {'p50':>8} {'p95':>8} "
-            f"{'p99':>8} (ms) {'per s':>7}   cpu ms/query (web + db)"
+            f"{'p99':>8} (ms) {'per s':>7}   cpu ms/query (web + db)   load after"
         )
         splits = {}
         for level in levels:
@@ -393,16 +424,18 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"{level:>11} {len(queries):>8} {len(results) - len(ok):>7} "
                 f"{percentile(totals, 0.5):>8.1f} {percentile(totals, 0.95):>8.1f} "
-                f"{percentile(totals, 0.99):>8.1f}      {len(ok) / seconds:>7.1f}   {cpu_text}"
+                f"{percentile(totals, 0.99):>8.1f}      {len(ok) / seconds:>7.1f}   "
+                f"{cpu_text:<24}  {load_average():.2f}"
             )
             splits[level] = ok
-        for level, ok in splits.items():
-            self._split(level, ok)
-        self._sizes(server["process"].pid)
-        if server["errors"]:
-            self.stdout.write(f"server stderr ({len(server['errors'])} lines), last lines:")
-            for line in server["errors"][-5:]:
-                self.stdout.write("  " + line.rstrip())
+        if others is not None:
+            share = others.cpu_share()
+            self.stdout.write(
+                f"BUSY: each other process had {share:.0%} of a core during the timed searches"
+                if share is not None
+                else "BUSY: the other processes' CPU could not be read"
+            )
+        return splits
 
     def _sizes(self, gunicorn_pid: int) -> None:
         """What one owner's memories cost on disk, and a web worker in memory."""
@@ -453,7 +486,7 @@ class Command(BaseCommand):
             )
         self.stdout.write(f"warm-up: {sent} queries")
 
-    def _split(self, level: int, ok: list[dict]) -> None:
+    def _split(self, level: int, ok: list[dict], others: int = 0) -> None:
         if not ok:
             return
         parts = {name: [r["timing"].get(name, 0.0) for r in ok] for name in STAGES}
@@ -465,7 +498,8 @@ class Command(BaseCommand):
                 tally = statuses.setdefault(name, {})
                 tally[status] = tally.get(status, 0) + 1
         self.stdout.write(
-            f"concurrency {level}, where the time went (ms, p50 / p95): "
+            f"concurrency {level}{f' (BUSY: {others} other processes)' if others else ''}, "
+            "where the time went (ms, p50 / p95): "
             + ", ".join(
                 f"{name} {percentile(values, 0.5):.1f} / {percentile(values, 0.95):.1f}"
                 for name, values in parts.items()
