@@ -431,11 +431,19 @@ def _subject_of(text: str, entities: tuple[str, ...]) -> tuple[str, str, str]:
     first = lowered[0]
     if first in SELF_OPENERS or first.removesuffix("'s") in {"owner", "user"}:
         return SELF, SELF, ""
+    attribute = _opening_attribute(clause, entities)
+    if attribute:
+        return SELF, SELF, attribute
     # "Younger brother Arjun is …", "Son Matthew, 34, …": a relation opening the sentence.
     role_at = 0
     while role_at < len(words) - 1 and lowered[role_at] in _ROLE_ADJECTIVES:
         role_at += 1
     if _role(words[role_at]) and not words[role_at].endswith("'s"):
+        copula = _copula_after_phrase(lowered, role_at + 1)
+        if copula is not None and _names_next(words, copula + 1):
+            # "Boyfriend is Miguel Ferraz", "Manager at Loomwork is Tobi": who the
+            # owner's boyfriend or manager is, the possessive left out.
+            return SELF, SELF, _relation_aspect(_role(words[role_at]))
         name = _name_after(words, role_at + 1)
         if name:
             return f"{_role(words[role_at])} {name}", PERSON, ""
@@ -594,6 +602,30 @@ def _names_next(words: list[str], position: int) -> bool:
     while position < len(words) and words[position].lower() in {"called", "named", "dr", "mr"}:
         position += 1
     return position < len(words) and _is_name(words[position])
+
+
+# Up to three plain words, then "is": "Phone is", "Mobile plan was" (not "Keiko,
+# my wife, is", where the words before "is" hold a name and its apposition).
+_OPENING_PHRASE = re.compile(r"^\s*([A-Za-z]+(?: [a-z]+){0,2}) (?:is|was)\b")
+
+
+def _opening_attribute(clause: str, entities: tuple[str, ...]) -> str:
+    """ "Phone is a Samsung Galaxy S21", "Family car is a Zafira": an attribute of
+    the owner's, the possessive left out, named by a phrase the aspect cues know
+    (a name before "is" names no aspect: "Ana is a nurse"; a relation is a
+    person: "Wife is a teacher")."""
+    opening = _OPENING_PHRASE.match(clause)
+    if not opening:
+        return ""
+    phrase = opening.group(1).lower().split()
+    if (
+        set(phrase) & POSSESSIVES
+        or _role(phrase[-1])
+        or any(" ".join(phrase) in entity.lower() for entity in entities)
+    ):
+        return ""
+    attribute = _named_attribute([word.lower() for word in _words(clause)])
+    return attribute if attribute and not attribute.startswith("the ") else ""
 
 
 def _named_attribute(words: list[str]) -> str:
@@ -880,7 +912,7 @@ ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
     (
         "subscription",
         r"\bsubscri\w*|\bmembership\b|\b(?:phone|mobile|data|monthly|annual|broadband|streaming)"
-        r" (?:plan|contract|bill)\b|\bcontract\b|\btariff\b|\bper month\b|\ba month\b|\b/month\b",
+        r" (?:plan|contract|bill)\b|\bcontract\b|\btariff\b|\binsurance\b",
     ),
     (
         "phone",
@@ -895,7 +927,13 @@ ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
     (
         "car",
         r"\bcar\b|\bdrives? an? \w+|\bvehicle\b|\bvan\b|\bmotorbike\b|\bmotorcycle\b|\bsuv\b|"
-        r"\bhatchback\b|\bdriving licen[cs]e\b|\bev\b|\belectric car\b",
+        r"\bhatchback\b|\bdriving licen[cs]e\b|\bev\b|\belectric car\b|"
+        # "Bought a used 2021 grey Dacia Duster": a make after a verb of owning.
+        r"\b(?:drives?|drove|driving|bought|buys|sold|sells|leases?|leased|owns|picked up|"
+        r"traded in|swapped|test[- ]drove)\b[^.;]{0,40}\b(?:toyota|honda|ford|vauxhall|opel|"
+        r"volkswagen|vw|renault|dacia|kia|hyundai|nissan|peugeot|citro[eë]n|fiat|[sš]koda|"
+        r"audi|bmw|mercedes|volvo|mazda|subaru|suzuki|tesla|jeep|land rover|range rover|lexus|"
+        r"chevrolet|polestar|cupra|byd|mitsubishi|jaguar|porsche|alfa romeo)\b",
     ),
     ("contact", r"\be-?mail\b|\bphone number\b|\bnumber is\b|\S+@\S+|\bhandle\b|\bmobile number\b"),
     (
@@ -916,6 +954,8 @@ ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
         r"\bemploy\w*|\bhired\b|\bpromot\w*|\bretir\w*|\bcareer\b|\bprofession\w*|"
         r"\bposition\b|\brole\b|\bquit\b|\bresign\w*|\bfreelanc\w*|\bself-employed\b|"
         r"\bredundan\w*|\blaid off\b|\bstarted at\b|\binterview\w*|\bsalary\b|\bpay rise\b|"
+        r"\bfirst (?:day|shift|week) (?:at|with|as)\b(?! (?:the )?(?:school|university|college|"
+        r"nursery|uni|kindergarten)\b)|"
         r"\bworkplace\b|\bcontract at\b|\bclients?\b|\bnew boss\b|\bis an? (?:\w+ )?(?:nurse|"
         r"teacher|engineer|designer|developer|doctor|lawyer|accountant|translator|farmer|"
         r"student|manager|architect|chef|consultant|writer|journalist|researcher|scientist|"
@@ -1023,8 +1063,15 @@ ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
         r"thursdays|fridays|saturdays|sundays|weekends)\b|\bdaily\b|\bweekly\b",
     ),
 )
-_COMPILED_ASPECTS = tuple((aspect, re.compile(pattern)) for aspect, pattern in ASPECT_PATTERNS)
-ASPECTS = tuple(aspect for aspect, _ in ASPECT_PATTERNS)
+# Weak cues, read only where no pattern above names an aspect: a sum "a month"
+# is a subscription unless it is rent, a salary or a mortgage.
+WEAK_ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("subscription", r"\bper month\b|\ba month\b|/month\b"),
+)
+_COMPILED_ASPECTS = tuple(
+    (aspect, re.compile(pattern)) for aspect, pattern in ASPECT_PATTERNS + WEAK_ASPECT_PATTERNS
+)
+ASPECTS = tuple(dict.fromkeys(aspect for aspect, _ in ASPECT_PATTERNS))
 
 # Aspects of which a subject has several values at once: a different object is
 # another fact, not a new version (two allergies, two hobbies, two trips).
@@ -1069,8 +1116,16 @@ _SINGLE_CHOICE = re.compile(
 _NAMED_PREFERENCE = re.compile(r"\b(?:favou?rite|best|preferred|go-to) (?:\w+ )?(\w{3,})\b")
 
 
+# "Favourite way to spend a day off is …": the frame names the attribute, whatever
+# the value (surfing or trail running), as "His favourite meal is …" does.
+_OPENING_FAVOURITE = re.compile(r"^\s*(?:favou?rite|preferred|go-to) (\w{3,})\b")
+
+
 def _aspect_of(text: str, memory_type: str) -> str:
     lowered = text.lower().replace("’", "'")
+    favourite = _OPENING_FAVOURITE.match(lowered)
+    if favourite:
+        return f"preference:{favourite.group(1)}"
     aspect = next(
         (name for name, pattern in _COMPILED_ASPECTS if pattern.search(lowered)),
         UNPLACED_EVENT if memory_type == "episodic" else "",

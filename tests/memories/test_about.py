@@ -99,6 +99,60 @@ def test_who_the_owners_manager_is_is_one_aspect_of_the_owner(text):
     assert about(text) == About(SELF, SELF, "manager", "")
 
 
+@pytest.mark.parametrize(
+    ("text", "aspect"),
+    [
+        ("Phone is a Samsung Galaxy S21.", "phone"),
+        ("Family car is a 2015 blue Vauxhall Zafira Tourer.", "car"),
+        ("Mobile plan is MEO, 25 GB for €22 a month.", "subscription"),
+        ("Boyfriend is Miguel Ferraz, a sound engineer.", "partner"),
+    ],
+)
+def test_an_attribute_without_its_possessive_is_the_owners(text, aspect):
+    # The way an assistant writes "Her phone is …" with the possessive left out.
+    assert about(text) == About(SELF, SELF, aspect, "")
+
+
+@pytest.mark.parametrize(
+    ("text", "subject"),
+    [
+        ("Ana is a nurse.", "Ana"),
+        ("Keiko, my wife, is 69.", "wife Keiko"),
+        ("Wife is a teacher.", "wife"),
+        ("Mum is 70.", "mother"),
+    ],
+)
+def test_a_name_or_a_relation_before_is_stays_the_subject(text, subject):
+    assert about(text).subject == subject
+
+
+@pytest.mark.parametrize(
+    ("text", "memory_type", "aspect"),
+    [
+        # A sum "a month" is a subscription only when nothing says more.
+        ("Salary at the hospital is €2,050 net a month.", "semantic", "job"),
+        ("Rent on the flat is £1,850 a month.", "semantic", "home"),
+        ("Pays £40 a month for it.", "semantic", "subscription"),
+        (
+            "Car insurance for the Duster is with Fidelidade, €41 a month.",
+            "semantic",
+            "subscription",
+        ),
+        # Events of a known aspect: a car bought by its make, a first day at work.
+        ("Bought a used 2021 grey Dacia Duster for €17,400.", "episodic", "car"),
+        ("Bought a white 2022 Kia e-Niro in York on 7 February 2026.", "episodic", "car"),
+        ("First day at TransPennine Express, York depot, on 1 September 2025.", "episodic", "job"),
+        ("First day at school for Ellie on 4 September.", "episodic", "education"),
+        ("Watched a Harrison Ford film with Tom.", "episodic", "tv-film"),
+        # The frame names the attribute, whatever the value.
+        ("Favourite way to spend a day off is surfing.", "preference", "preference:way"),
+        ("Favourite way to spend a day off is trail running.", "preference", "preference:way"),
+    ],
+)
+def test_the_strongest_cue_names_the_aspect(text, memory_type, aspect):
+    assert about(text, memory_type).aspect == aspect
+
+
 def test_a_place_phrase_before_the_copula_keeps_the_relation():
     assert about("My GP in Leeds is Dr Patel.") == About(SELF, SELF, "doctor", "")
     # A relation described, not named: still about that person.

@@ -208,12 +208,12 @@ def test_it_keeps_the_documented_figures_without_embeddings():
     pairs = load_pairs()
     figures = judgements(pairs, signals_of(pairs, None))
     assert len(pairs) == 408
-    assert round(figures.related_precision, 3) == 0.927
-    assert round(figures.related_recall, 3) == 0.638
-    assert round(figures.relation_right, 3) == 0.573
-    assert round(figures.near_misses_flagged, 3) == 0.058
+    assert round(figures.related_precision, 3) == 0.921
+    assert round(figures.related_recall, 3) == 0.642
+    assert round(figures.relation_right, 3) == 0.578
+    assert round(figures.near_misses_flagged, 3) == 0.063
     about = about_accuracy(pairs)
-    assert (about.memories, round(about.subject, 3), round(about.aspect, 3)) == (786, 0.924, 0.424)
+    assert (about.memories, round(about.subject, 3), round(about.aspect, 3)) == (786, 0.924, 0.425)
 
 
 @pytest.mark.django_db
@@ -232,9 +232,9 @@ def test_it_reports_the_judgements_per_split(capsys):
     assert (
         "609 pairs: 135 duplicate, 191 update, 283 unrelated; 204 dev, 204 test, 201 holdout" in out
     )
-    assert "-- all: 609 pairs · related at all P 0.906 R 0.561" in out
+    assert "-- all: 609 pairs · related at all P 0.902 R 0.564" in out
     assert "-- holdout: 201 pairs · related at all P 0.846 R 0.407" in out
-    assert "near-misses flagged 0.067" in out
+    assert "near-misses flagged 0.071" in out
     assert "other-person 44/45" in out
     assert "what each memory is about, all: 1175 labelled memories: subject 0.918" in out
 

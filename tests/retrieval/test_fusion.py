@@ -305,6 +305,24 @@ def test_a_newer_manager_replaces_the_old_one_however_it_is_said():
     assert kept[0].parts["asked_aspect"] == "manager"
 
 
+def test_a_phone_named_without_its_possessive_is_replaced_by_the_one_bought_since():
+    old = memory(1, days=500, embedding=[1.0, 0.0], content="Phone is a Samsung Galaxy S21.")
+    new = memory(
+        2, "episodic", days=120, embedding=[0.8, 0.6], content="Bought an iPhone 15 at Worten."
+    )
+    fillers = {pk: memory(pk, days=300, embedding=[0.0, 1.0]) for pk in (3, 4, 5)}
+    kept, _ = fuse(
+        {"vector": [(1, 0.9), (2, 0.6), (3, 0.1), (4, 0.1), (5, 0.1)]},
+        {1: old, 2: new, **fillers},
+        AS_OF,
+        profile=DEFAULT_PROFILE,
+        query="What phone am I using at the moment?",
+        query_embedding=[1.0, 0.0],
+    )
+    assert kept[0].memory.pk == 2
+    assert next(item for item in kept if item.memory.pk == 1).parts["superseded_by_newer"] == 2
+
+
 def test_another_persons_newer_fact_does_not_make_the_owners_out_of_date():
     mine = memory(1, days=400, embedding=[1.0, 0.0], content="Lives in Lisbon.")
     brother = memory(2, days=5, embedding=[0.9, 0.44], content="My brother lives in Porto.")
