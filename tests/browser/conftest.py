@@ -37,6 +37,10 @@ SCREENSHOTS = Path(settings.BASE_DIR) / "test-artifacts" / "screenshots"
 LAPTOP = {"width": 1280, "height": 860}
 PHONE = {"width": 390, "height": 844}
 PASSWORD = "owner-password-1"
+# A click whose request does heavy work at once under test (a redaction's erase
+# from disk: background tasks run inline here) waits for its navigation this
+# long; on a busy two-core machine it has taken over 10 s.
+HEAVY_REQUEST_MS = 90_000
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from memories.models import REDACTED_CONTENT, Memory
-from tests.browser.conftest import LAPTOP, PHONE, SCREENSHOTS, log_in, new_page
+from tests.browser.conftest import HEAVY_REQUEST_MS, LAPTOP, PHONE, SCREENSHOTS, log_in, new_page
 
 pytestmark = pytest.mark.browser
 
@@ -132,7 +132,7 @@ def test_redacting_offers_the_other_memories_with_the_same_text(sized, live_serv
     expect(same.locator(f'input[value="{copy.pk}"]')).to_be_checked()
     expect(same.locator(f'input[value="{longer.pk}"]')).not_to_be_checked()
     page.get_by_label("Reason", exact=True).fill("a PIN, by mistake")
-    page.get_by_role("button", name="Erase for good").click()
+    page.get_by_role("button", name="Erase for good").click(timeout=HEAVY_REQUEST_MS)
     expect(page.locator("[data-toasts]")).to_contain_text(f"and #{copy.pk}")
     statuses = dict(Memory.objects.values_list("pk", "status"))
     assert statuses[secret.pk] == statuses[copy.pk] == Memory.Status.REDACTED

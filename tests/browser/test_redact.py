@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from memories.models import REDACTED_CONTENT, Memory, MemoryEvent
-from tests.browser.conftest import PHONE, log_in, new_page, screenshot
+from tests.browser.conftest import HEAVY_REQUEST_MS, PHONE, log_in, new_page, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -35,7 +35,7 @@ def test_it_redacts_the_whole_chain_from_the_memory_page(page, live_server, owne
     screenshot(page, "redact-confirm")
     page.get_by_label(re.compile("Every version of its chain")).check()
     page.get_by_label("Reason").fill("a code, by mistake")
-    page.get_by_role("button", name="Erase for good").click()
+    page.get_by_role("button", name="Erase for good").click(timeout=HEAVY_REQUEST_MS)
 
     page.wait_for_url(f"**/memories/{second.pk}/")
     expect(page.get_by_text("Redacted 2 versions: the text is erased for good.")).to_be_visible()
@@ -60,11 +60,11 @@ def test_it_works_without_javascript_on_a_phone(browser, live_server, owner):
 
     page.get_by_role("link", name="Redact this text…").click()
     # No reason: the browser itself holds the form back, and nothing is erased.
-    page.get_by_role("button", name="Erase for good").click()
+    page.get_by_role("button", name="Erase for good").click(timeout=HEAVY_REQUEST_MS)
     expect(page).to_have_url(re.compile(rf"/memories/{first.pk}/redact/$"))
     assert Memory.objects.get(pk=first.pk).content == "Olivia's door code is 4417."
     page.get_by_label("Reason").fill("old code")
-    page.get_by_role("button", name="Erase for good").click()
+    page.get_by_role("button", name="Erase for good").click(timeout=HEAVY_REQUEST_MS)
 
     page.wait_for_url(f"**/memories/{first.pk}/")
     expect(page.locator("[data-redaction]")).to_contain_text("Redacted on")
