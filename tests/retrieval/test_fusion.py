@@ -21,6 +21,7 @@ from retrieval.fusion import (
     standardised,
     wants_current_state,
 )
+from retrieval.results import ScoredMemory
 
 AS_OF = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -283,41 +284,37 @@ def test_it_prefers_the_newer_memory_about_the_same_subject_when_asked_how_thing
     assert "superseded_by_newer" not in new.parts
 
 
-def test_a_newer_manager_replaces_the_old_one_however_it_is_said():
-    old = memory(
-        1, days=600, embedding=[1.0, 0.0], content="Her manager at Fernwood is Hannah Ostrowski."
-    )
-    new = memory(
-        2, days=10, embedding=[0.8, 0.6], content="At Loomwork she reports to Tobi Mensah."
-    )
+def older_and_newer(older: Memory, newer: Memory, query: str) -> list[ScoredMemory]:
+    """Fuse an older memory the vector leg puts first and a newer one it puts
+    second, among fillers of another meaning; return what is kept."""
     fillers = {pk: memory(pk, days=300, embedding=[0.0, 1.0]) for pk in (3, 4, 5)}
     kept, _ = fuse(
         {"vector": [(1, 0.9), (2, 0.5), (3, 0.1), (4, 0.1), (5, 0.1)]},
-        {1: old, 2: new, **fillers},
+        {1: older, 2: newer, **fillers},
         AS_OF,
         profile=DEFAULT_PROFILE,
-        query="Who is my manager now?",
+        query=query,
         query_embedding=[1.0, 0.0],
     )
+    return kept
+
+
+def test_a_newer_manager_replaces_the_old_one_however_it_is_said():
+    kept = older_and_newer(
+        memory(1, days=600, embedding=[1.0, 0.0], content="Her manager at Fernwood is Hannah."),
+        memory(2, days=10, embedding=[0.8, 0.6], content="At Loomwork she reports to Tobi."),
+        "Who is my manager now?",
+    )
     assert kept[0].memory.pk == 2
-    replaced = next(item for item in kept if item.memory.pk == 1)
-    assert replaced.parts["superseded_by_newer"] == 2
+    assert next(item for item in kept if item.memory.pk == 1).parts["superseded_by_newer"] == 2
     assert kept[0].parts["asked_aspect"] == "manager"
 
 
 def test_a_phone_named_without_its_possessive_is_replaced_by_the_one_bought_since():
-    old = memory(1, days=500, embedding=[1.0, 0.0], content="Phone is a Samsung Galaxy S21.")
-    new = memory(
-        2, "episodic", days=120, embedding=[0.8, 0.6], content="Bought an iPhone 15 at Worten."
-    )
-    fillers = {pk: memory(pk, days=300, embedding=[0.0, 1.0]) for pk in (3, 4, 5)}
-    kept, _ = fuse(
-        {"vector": [(1, 0.9), (2, 0.6), (3, 0.1), (4, 0.1), (5, 0.1)]},
-        {1: old, 2: new, **fillers},
-        AS_OF,
-        profile=DEFAULT_PROFILE,
-        query="What phone am I using at the moment?",
-        query_embedding=[1.0, 0.0],
+    kept = older_and_newer(
+        memory(1, days=500, embedding=[1.0, 0.0], content="Phone is a Samsung Galaxy S21."),
+        memory(2, "episodic", days=120, embedding=[0.8, 0.6], content="Bought an iPhone 15."),
+        "What phone am I using at the moment?",
     )
     assert kept[0].memory.pk == 2
     assert next(item for item in kept if item.memory.pk == 1).parts["superseded_by_newer"] == 2
