@@ -133,3 +133,28 @@ def test_bench_search_says_it_was_busy_and_leaves_nothing_running():
     assert re.search(r"BUSY: each other process had \d+% of a core", text), text
     assert "concurrency 1 (BUSY: 2 other processes), where the time went" in text
     assert busy_children() == []
+
+
+def test_the_fill_stores_what_each_memory_is_about_as_an_import_does():
+    from types import SimpleNamespace
+
+    from bench.management.commands.bench_search import (
+        ABOUT_COLUMNS,
+        FILL_COLUMNS,
+        FILL_TYPES,
+        Command,
+        PersonalCorpus,
+    )
+    from memories.about import SET_BY_RULES, derive_about
+
+    assert FILL_COLUMNS.count(",") + 1 == len(FILL_TYPES)
+    corpus = PersonalCorpus([TINY_EVAL], seed=5)
+    owner = SimpleNamespace(pk=7, username="bench-search-owner", first_name="")
+    owner.get_full_name = lambda: ""
+    rows = [row for batch in Command._batches(corpus, owner, 12) for row in batch]
+    assert len(rows) == 12
+    for row in rows:
+        about = dict(zip(ABOUT_COLUMNS, row[-len(ABOUT_COLUMNS) :], strict=True))
+        assert about["about_kind"] and about["about_set_by"] == SET_BY_RULES
+        derived = derive_about(row[2], row[1], entities=tuple(row[4]), written=row[9])
+        assert (about["about_subject"], about["about_kind"]) == (derived.subject, derived.kind)

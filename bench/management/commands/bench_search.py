@@ -42,6 +42,7 @@ from tqdm import tqdm
 
 from bench.busy import busy
 from bench.measure import COPY_COLUMNS, COPY_TYPES, describe_load, load_average, percentile
+from memories.about import about_fields, derive_about, owner_names_of
 from memories.management.commands.serve import WEB_THREADS, public_site_command
 from memories.models import ApiToken, Memory
 from retrieval.embeddings import LocalEmbeddingProvider, default_local_model_path
@@ -84,6 +85,11 @@ SIZED_TABLES = (
     "retrieval_ownercorpuschange",
 )
 LEGS = ("vector", "text", "entity")
+# What a memory is about, stored with it as an import stores it (recall reads
+# it for a current-state question; without it, it would derive it each time).
+ABOUT_COLUMNS = ("about_subject", "about_kind", "about_aspect", "about_occasion", "about_set_by")
+FILL_COLUMNS = f"{COPY_COLUMNS}, {', '.join(ABOUT_COLUMNS)}"
+FILL_TYPES = [*COPY_TYPES, *["text"] * len(ABOUT_COLUMNS)]
 
 
 class PersonalCorpus:
@@ -249,7 +255,7 @@ class Command(BaseCommand):
             vector_index_paused(count) as index,
             tqdm(total=count, unit="memories", desc="embed + COPY") as progress,
         ):
-            for rows in self._batches(corpus, owner.pk, count):
+            for rows in self._batches(corpus, owner, count):
                 step = time.perf_counter()
                 vectors = provider.embed([row[2] for row in rows])
                 embed_seconds += time.perf_counter() - step
@@ -257,10 +263,10 @@ class Command(BaseCommand):
                 with (
                     raw.cursor() as cursor,
                     cursor.copy(
-                        f"COPY {Memory._meta.db_table} ({COPY_COLUMNS}) FROM STDIN (FORMAT BINARY)"
+                        f"COPY {Memory._meta.db_table} ({FILL_COLUMNS}) FROM STDIN (FORMAT BINARY)"
                     ) as copy,
                 ):
-                    copy.set_types(COPY_TYPES)
+                    copy.set_types(FILL_TYPES)
                     for row, vector in zip(rows, vectors, strict=True):
                         copy.write_row((*row[:5], vector, *row[5:]))
                 write_seconds += time.perf_counter() - step
@@ -273,13 +279,15 @@ class Command(BaseCommand):
         self.stdout.write(
             f"filled {count:,} memories in {total:.1f} s: embedding {embed_seconds:.1f} s "
             f"({count / max(embed_seconds, 1e-9):,.0f}/s, {provider!r}), writing "
-            f"{write_seconds:.1f} s (COPY, postings by trigger)"
+            f"{write_seconds:.1f} s (COPY, postings by trigger; what each is about derived as an "
+            "import does)"
             + (f", vector index built once in {built:.1f} s" if built is not None else "")
         )
 
     @staticmethod
-    def _batches(corpus: PersonalCorpus, owner_id: int, count: int) -> Iterator[list[tuple]]:
+    def _batches(corpus: PersonalCorpus, owner, count: int) -> Iterator[list[tuple]]:
         now = timezone.now()
+        owner_names = owner_names_of(owner)
         for offset in range(0, count, FILL_BATCH):
             rows = []
             for _ in range(min(FILL_BATCH, count - offset)):
@@ -287,9 +295,18 @@ class Command(BaseCommand):
                 created = now - timedelta(seconds=corpus.random.randrange(730 * 86400))
                 # Most facts were never re-confirmed, as in life.
                 confirmed = created if corpus.random.random() < 0.7 else now - timedelta(days=1)
+                about = about_fields(
+                    derive_about(
+                        text,
+                        memory_type,
+                        entities=tuple(entities),
+                        written=created,
+                        owner_names=owner_names,
+                    )
+                )
                 rows.append(
                     (
-                        owner_id,
+                        owner.pk,
                         memory_type,
                         text,
                         "active",
@@ -300,6 +317,7 @@ class Command(BaseCommand):
                         Jsonb({}),
                         created,
                         max(created, confirmed),
+                        *(about[column] for column in ABOUT_COLUMNS),
                     )
                 )
             yield rows
