@@ -48,7 +48,8 @@ SUBJECT_KINDS = (SELF, PERSON, PET, ORGANISATION, THING)
 SET_BY_RULES = "rules"
 SET_BY_OWNER = "owner"
 SET_BY_IMPORT = "import"
-SET_BY = (SET_BY_RULES, SET_BY_OWNER, SET_BY_IMPORT)
+SET_BY_LLM = "llm"
+SET_BY = (SET_BY_RULES, SET_BY_OWNER, SET_BY_IMPORT, SET_BY_LLM)
 
 # Longest stored values (the model's fields and the forms read these).
 MAX_SUBJECT_CHARS = 120
@@ -577,6 +578,13 @@ _RELATION_ASPECTS = {
 def _relation_aspect(role: str) -> str:
     last = role.split("'s ")[-1]
     return _RELATION_ASPECTS.get(last, last)
+
+
+def relation_aspect_of(word: str) -> str:
+    """The aspect of who someone's ``word`` is ("boss": "manager"), or "" when the
+    word names no relation."""
+    role = _role(word)
+    return _relation_aspect(role) if role else ""
 
 
 # Words that open a short phrase between a relation and its "is": "my manager
@@ -1323,7 +1331,7 @@ def derive_about(
     """
     subject, kind, relation_aspect = _subject_of(content, tuple(entities))
     if kind == PERSON and (
-        _is_the_owner(subject, owner_names) or _acts_on_the_owner(content, subject)
+        is_the_owner(subject, owner_names) or _acts_on_the_owner(content, subject)
     ):
         subject, kind = SELF, SELF
     if kind == SELF and not relation_aspect:
@@ -1373,7 +1381,7 @@ def owner_names_of(user) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name.strip() for name in names if name and name.strip()))
 
 
-def _is_the_owner(subject: str, owner_names: tuple[str, ...]) -> bool:
+def is_the_owner(subject: str, owner_names: tuple[str, ...]) -> bool:
     role, name = split_subject(subject)
     if role or not name:
         return False

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.validators import MaxLengthValidator
 from rest_framework import serializers
 
-from memories.about import SET_BY_OWNER, SUBJECT_KINDS, About, checked_about
+from memories.about import SET_BY, SET_BY_OWNER, SUBJECT_KINDS, About, checked_about
 from memories.models import (
     MAX_ENTITIES,
     MAX_ENTITY_CHARS,
@@ -461,7 +461,8 @@ class AboutSerializer(serializers.Serializer):
         help_text='Events only: "2019-05", or "~2026-03-14" (the day it was written).',
     )
     set_by = serializers.ChoiceField(
-        choices=["rules", "owner", "import"], help_text="Read from the text, or given."
+        choices=list(SET_BY),
+        help_text="Read from the text (rules, or llm where TIMOTHY_ABOUT_LLM is on), or given.",
     )
 
 

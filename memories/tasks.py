@@ -14,7 +14,7 @@ from django.db import DatabaseError, connection, transaction
 from django.dispatch import receiver
 from django.utils import timezone
 
-from memories import extraction, llm
+from memories import about_llm, extraction, llm
 from memories.models import Memory
 from memories.signals import memory_written
 from retrieval.batch_embed import EmbeddingStopped, embed_rows, refine_about
@@ -60,6 +60,17 @@ def embed_memory(memory_id: int) -> bool:
         logger.error("Could not store the embedding of memory %s: %s", memory_id, error)
         return False
     return stored == 1
+
+
+def read_about_with_llm(memory_id: int) -> bool:
+    """Have the LLM read what a written memory is about (``TIMOTHY_ABOUT_LLM``);
+    True when its reading was kept. A failing LLM is logged and leaves the
+    rules' reading."""
+    try:
+        return about_llm.read_stored(memory_id)
+    except llm.LLMError as error:
+        logger.warning("The LLM could not read what memory %s is about: %s", memory_id, error)
+        return False
 
 
 def vacuum_after_redaction(tables: list[str]) -> str:
@@ -231,3 +242,17 @@ def queue_embedding(sender, memory_id: int, **kwargs) -> None:
         async_task("memories.tasks.embed_memory", memory_id)
     except Exception:
         logger.exception("Could not queue the embedding of memory %s", memory_id)
+
+
+@receiver(memory_written, dispatch_uid="memories.tasks.queue_about_reading")
+def queue_about_reading(sender, memory_id: int, **kwargs) -> None:
+    """Where the LLM reads abouts (``TIMOTHY_ABOUT_LLM``), a new row is read in the
+    background; the write never waits or fails for it."""
+    if not about_llm.is_enabled():
+        return
+    try:
+        from django_q.tasks import async_task
+
+        async_task("memories.tasks.read_about_with_llm", memory_id)
+    except Exception:
+        logger.exception("Could not queue the LLM's reading of memory %s", memory_id)

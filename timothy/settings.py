@@ -336,6 +336,9 @@ LLM_BASE_URL = envurl("TIMOTHY_LLM_BASE_URL")
 LLM_API_KEY = envstr("TIMOTHY_LLM_API_KEY")
 LLM_MODEL = envstr("TIMOTHY_LLM_MODEL", "gpt-4o-mini")
 LLM_TIMEOUT = envfloat("TIMOTHY_LLM_TIMEOUT", 30.0, above=0)
+# Also have the LLM read what each written memory is about, in the background
+# (one call per memory; memories/about_llm.py). Off: the rules alone.
+ABOUT_LLM = envbool("TIMOTHY_ABOUT_LLM", False)
 # Auto-confirm extracted facts at or above this confidence (empty: never).
 # Kept as the text given (memories/extraction.py reads it), checked here.
 AUTO_PROMOTE_MIN_CONFIDENCE = envstr("TIMOTHY_AUTO_PROMOTE_MIN_CONFIDENCE")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from django.core.management.base import CommandError
 from django.db import transaction
 from tqdm import tqdm
 
+from memories import about_llm, llm
 from memories.about import SET_BY_RULES, about_fields, derive_about, owner_names_of, refined
 from memories.management.base import SchemaCommand, owner_by_username
 from memories.models import Memory
@@ -18,7 +20,8 @@ class Command(SchemaCommand):
         "Read what each memory is about (whom or what, which aspect, and for an event which "
         "occasion) from its text, for memories that have no about yet (written before the "
         "store read them). Uses the stored vectors and the embedding model for an aspect no "
-        "rule names. Never changes an about the owner set or an import carried."
+        "rule names. Never changes an about the owner set or an import carried. With --llm, "
+        "the configured LLM reads them instead (one call per memory)."
     )
 
     def add_arguments(self, parser) -> None:
@@ -30,10 +33,19 @@ class Command(SchemaCommand):
             "upgrade of the rules); the owner's corrections stay.",
         )
         parser.add_argument(
+            "--llm",
+            action="store_true",
+            help="Have the configured LLM (TIMOTHY_LLM_BASE_URL) read every about the rules "
+            "wrote, one call per memory; where it fails, the rules' reading stays.",
+        )
+        parser.add_argument(
             "--dry-run", action="store_true", help="Count what would be written; write nothing."
         )
 
     def handle(self, *args, owner=None, dry_run=False, **options) -> None:
+        if options["llm"]:
+            self._read_with_llm(owner, dry_run)
+            return
         rows = Memory.objects.exclude(status=Memory.Status.REDACTED)
         if owner:
             rows = rows.filter(owner=owner_by_username(owner))
@@ -66,6 +78,34 @@ class Command(SchemaCommand):
             + ("" if provider else " (rules only: no embedding provider for unnamed aspects)")
             + "."
         )
+
+    def _read_with_llm(self, owner: str | None, dry_run: bool) -> None:
+        if not llm.is_configured():
+            raise CommandError(str(llm.LLMNotConfigured()))
+        rows = Memory.objects.exclude(status=Memory.Status.REDACTED).filter(
+            about_set_by__in=["", SET_BY_RULES]
+        )
+        if owner:
+            rows = rows.filter(owner=owner_by_username(owner))
+        ids = list(rows.order_by("pk").values_list("pk", flat=True))
+        if dry_run:
+            self.stdout.write(f"Would ask the LLM what {len(ids)} memories are about.")
+            return
+        written, failures = 0, []
+        with tqdm(total=len(ids), unit=" memories", file=self.stderr._out, disable=None) as bar:
+            for memory_id in ids:
+                try:
+                    written += about_llm.read_stored(memory_id)
+                except llm.LLMError as error:
+                    failures.append((memory_id, error))
+                bar.update(1)
+        self.stdout.write(f"The LLM read what {written} of {len(ids)} memories are about.")
+        if failures:
+            memory_id, error = failures[0]
+            self.stderr.write(
+                f"{len(failures)} failed and keep the rules' reading (the first, memory "
+                f"{memory_id}: {error}). Run the command again to retry them."
+            )
 
     @staticmethod
     def _derive(batch: list[Memory], provider, dry_run: bool) -> int:
