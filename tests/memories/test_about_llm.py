@@ -15,6 +15,7 @@ from django.core.management import CommandError, call_command
 
 from memories.about import SET_BY_LLM, SET_BY_OWNER, SET_BY_RULES, about_fields, derive_about
 from memories.about_llm import read_stored
+from memories.extraction import Turn, extract
 from memories.models import Memory
 from memories.redaction import redact
 from tests.base import make_memory
@@ -237,3 +238,52 @@ def test_derive_about_llm_without_an_llm_says_how_to_set_one(alice, settings):
     rules_memory(alice)
     with pytest.raises(CommandError, match="TIMOTHY_LLM_BASE_URL"):
         run_command("--llm")
+
+
+EXTRACTION_TURNS = [Turn("user", "Sarah took over as head of my team in May 2026.", None)]
+
+
+def extracted(content: str = NEW_MANAGER, **about) -> Answer:
+    item = {"type": "episodic", "content": content, "entities": [], "confidence": 0.9, "turn": 0}
+    if about:
+        item["about"] = about
+    return chat_answer({"facts": [item]})
+
+
+def fact_schema(request) -> dict:
+    return request.json["response_format"]["json_schema"]["schema"]["properties"]["facts"]["items"]
+
+
+def test_extraction_asks_each_facts_about_in_the_same_call(
+    reading_llm, alice, django_capture_on_commit_callbacks
+):
+    reading_llm.queue(CHAT, extracted(subject="self", kind="self", aspect="boss"))
+    with django_capture_on_commit_callbacks(execute=True):
+        [memory] = extract(alice, "s1", "turn_end", EXTRACTION_TURNS).written
+    memory.refresh_from_db()
+    assert (memory.about_subject, memory.about_aspect, memory.about_set_by) == (
+        "self",
+        "manager",
+        SET_BY_LLM,
+    )
+    assert memory.about_occasion == "2026-05"
+    # One call: the fact came with its about, so no second reading was asked for.
+    [request] = reading_llm.requests_to(CHAT)
+    assert "about" in fact_schema(request)["required"]
+    assert "aspect:" in request.json["messages"][0]["content"]
+
+
+def test_an_extracted_facts_unusable_about_leaves_the_fact_and_the_rules(reading_llm, alice):
+    reading_llm.queue(CHAT, extracted(subject="Sarah", kind="boss-person", aspect="manager"))
+    [memory] = extract(alice, "s1", "turn_end", EXTRACTION_TURNS).written
+    memory.refresh_from_db()
+    assert memory.content == NEW_MANAGER
+    assert (memory.about_subject, memory.about_set_by) == ("Sarah", SET_BY_RULES)
+
+
+def test_extraction_asks_no_about_when_the_llm_does_not_read_them(fake_llm, alice):
+    fake_llm.queue(CHAT, extracted())
+    [memory] = extract(alice, "s1", "turn_end", EXTRACTION_TURNS).written
+    [request] = fake_llm.requests_to(CHAT)
+    assert "about" not in fact_schema(request)["properties"]
+    assert Memory.objects.get(pk=memory.pk).about_set_by == SET_BY_RULES
