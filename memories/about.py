@@ -282,6 +282,7 @@ PET_WORDS = frozenset(
         "horse",
         "pony",
         "budgie",
+        "budgerigar",
         "tortoise",
         "guinea-pig",
         "goldfish",
@@ -507,7 +508,12 @@ def _subject_of(text: str, entities: tuple[str, ...]) -> tuple[str, str, str]:
             }
         ):
             return SELF, SELF, ""
-        kind = ORGANISATION if _names_an_organisation(name, clause) else PERSON
+        if _names_an_organisation(name, clause):
+            kind = ORGANISATION
+        elif _names_a_pet(name, clause):
+            kind = PET
+        else:
+            kind = PERSON
         if possessive:
             # "Ellie's best friend is Maisie": who Ellie's best friend is.
             match = re.match(
@@ -801,6 +807,18 @@ def _appositive_role(clause: str, name: str) -> str:
     return ""
 
 
+def _names_a_pet(name: str, clause: str) -> bool:
+    """ "Kaisla is a blue budgie", "Kaisla, her budgerigar, …": a name said to be a pet."""
+    match = re.match(
+        rf"\s*{re.escape(name)},? (?:is |was )?(?:a|an|her|his|their|my|our|the) "
+        r"((?:[\w-]+ ){0,2}[\w-]+)",
+        clause.replace("’", "'"),
+    )
+    return bool(match) and any(
+        word.lower().removesuffix("s") in PET_WORDS for word in match.group(1).split()
+    )
+
+
 def _names_an_organisation(name: str, clause: str) -> bool:
     words = {word.lower() for word in name.split()}
     return bool(words & ORGANISATION_HINTS)
@@ -868,7 +886,8 @@ ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
     ("allergy", r"\ballerg\w*|\bintoleran\w*|\banaphyla\w*|\bepipen\b"),
     (
         "medication",
-        r"\bmedicat\w*|\bprescri\w*|\b(?:mg|pills?|tablets?|inhaler|insulin|statins?|dose)\b|"
+        r"\bmedicat\w*|\bprescri\w*|\b(?:mg|pills?|inhaler|insulin|statins?|dose)\b|"
+        r"(?<!on her )(?<!on his )(?<!on my )(?<!on the )(?<!on a )\btablets?\b|"
         r"\b\w{3,}(?:olol|pril|sartan|statin|formin|azole|cillin|oxetine|pram|zepam|prazole|"
         r"thyroxine|levothyroxine)\b",
     ),
@@ -962,6 +981,7 @@ ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
         r"\bemploy\w*|\bhired\b|\bpromot\w*|\bretir\w*|\bcareer\b|\bprofession\w*|"
         r"\bposition\b|\brole\b|\bquit\b|\bresign\w*|\bfreelanc\w*|\bself-employed\b|"
         r"\bredundan\w*|\blaid off\b|\bstarted at\b|\binterview\w*|\bsalary\b|\bpay rise\b|"
+        r"\bearns?\b|\bwages?\b|"
         r"\bfirst (?:day|shift|week) (?:at|with|as)\b(?! (?:the )?(?:school|university|college|"
         r"nursery|uni|kindergarten)\b)|"
         r"\bworkplace\b|\bcontract at\b|\bclients?\b|\bnew boss\b|\bis an? (?:\w+ )?(?:nurse|"
@@ -1024,7 +1044,7 @@ ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
     ),
     (
         "pet",
-        r"\b(?:dog|cat|puppy|kitten|pet|parrot|rabbit|hamster|horse|pony|budgie|tortoise|"
+        r"\b(?:dog|cat|puppy|kitten|pet|parrot|rabbit|hamster|horse|pony|budgie|budgerigar|tortoise|"
         r"goldfish|gecko|chickens|hens)s?\b",
     ),
     (
@@ -1180,6 +1200,10 @@ MONTHS = {
 }
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 _ISO_DATE = re.compile(r"\b((?:19|20)\d\d)-(\d\d)(?:-(\d\d))?\b")
+# "19.04.2025", "1/11/2025": day first (month first only where the day cannot
+# be a month, "03/17/2026"); "on 19.2." is a day and month of the year of writing.
+_NUMERIC_DATE = re.compile(r"\b(\d{1,2})([./])(\d{1,2})\2((?:19|20)\d\d)\b")
+_NUMERIC_DAY_MONTH = re.compile(r"\bon (\d{1,2})\.(\d{1,2})\.(?!\d)")
 _DAY_MONTH = re.compile(
     rf"\b(\d{{1,2}})(?:st|nd|rd|th)?(?: of)? ({_MONTH})\b\.?,?(?: ((?:19|20)\d\d))?", re.I
 )
@@ -1223,6 +1247,9 @@ def occasion_of(text: str, written: datetime | date | None) -> str:
         year, month, day = match.groups()
         return f"{year}-{month}" + (f"-{day}" if day else "")
     year_of_writing = written.year if written is not None else None
+    numeric = _numeric_date(text, year_of_writing)
+    if numeric:
+        return numeric
     for pattern, order in ((_DAY_MONTH, "dmy"), (_MONTH_DAY, "mdy")):
         match = pattern.search(text)
         if match:
@@ -1257,6 +1284,24 @@ def occasion_of(text: str, written: datetime | date | None) -> str:
             return f"{moment.year}-{moment.month:02d}-{int(match.group(1)):02d}"
         return f"~{moment.isoformat()}"
     return ""
+
+
+def _numeric_date(text: str, year_of_writing: int | None) -> str:
+    """ "2025-04-19" of "19.04.2025" or "19/04/2025"; "" when the text has none."""
+    match = _NUMERIC_DATE.search(text)
+    if match:
+        first, separator, second, year = match.groups()
+        day, month = int(first), int(second)
+        if separator == "/" and month > 12 >= day:
+            day, month = month, day
+    else:
+        match = _NUMERIC_DAY_MONTH.search(text)
+        if not match or year_of_writing is None:
+            return ""
+        day, month, year = int(match.group(1)), int(match.group(2)), year_of_writing
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return ""
+    return f"{year}-{month:02d}-{day:02d}"
 
 
 def _year_near(text: str, year_of_writing: int | None) -> int | None:

@@ -212,11 +212,42 @@ def test_a_preference_of_one_choice_is_single_valued():
         ("Spent Christmas 2025 in Brno.", "2025-12"),
         ("Went to the dentist again.", "~2026-03-01"),
         ("Ran a half marathon in 2024.", "2024"),
+        # Dates written in figures: day first, month first only where the day
+        # cannot be a month; "on 19.2." is a day of the year of writing.
+        ("Admitted to hospital with malaria on 19.04.2025.", "2025-04-19"),
+        ("The shop was burgled overnight on 1/11/2025.", "2025-11-01"),
+        ("Embarks 03/17/2026 at San Antonio.", "2026-03-17"),
+        ("The eye check is on 19.2. at 13:15.", "2026-02-19"),
+        ("Scored 4.5 on the test.", "~2026-03-01"),
     ],
 )
 def test_an_event_knows_its_occasion(text, occasion):
     assert occasion_of(text, date(2026, 3, 1)) == occasion
     assert about(text, "episodic", written=date(2026, 3, 1)).occasion == occasion
+
+
+def test_a_date_in_figures_tells_another_occasion():
+    spring = about("Rahola spring talkoot is on 11 May 2025.", "episodic")
+    autumn = about("Rahola talkoot, autumn round: 27.9.2025.", "episodic")
+    assert same_occasion(spring.occasion, autumn.occasion) is False
+
+
+@pytest.mark.parametrize(
+    ("text", "aspect"),
+    [
+        ("Earns US$2,300 a month at sea.", "job"),
+        ("Takes two tablets a day for her blood pressure.", "medication"),
+        ("Reads the news on the Yle Areena app on her tablet.", "computer"),
+    ],
+)
+def test_a_cue_reads_in_its_sense(text, aspect):
+    assert about(text).aspect == aspect
+
+
+def test_a_name_said_to_be_a_pet_is_a_pet():
+    assert about("Kaisla is a blue budgie.").kind == PET
+    assert about("Kaisla is a blue budgie.").subject == "Kaisla"
+    assert about("Kaisla is a keen birdwatcher.").kind == PERSON
 
 
 def test_facts_have_no_occasion():
