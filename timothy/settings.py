@@ -347,6 +347,11 @@ if AUTO_PROMOTE_MIN_CONFIDENCE:
 
 # --- Background jobs (django-q2, PostgreSQL as the broker) ---------------------
 
+# How much lower than the web workers the background worker runs (nice(1)
+# steps): embedding catch-ups, consolidation and erases yield the cores to a
+# user's request. 0: the same priority.
+WORKER_NICENESS = envint("TIMOTHY_WORKER_NICENESS", 10, minimum=0, maximum=19)
+
 Q_CLUSTER = {
     "name": "timothy",
     "orm": "default",

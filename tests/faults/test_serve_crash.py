@@ -12,6 +12,7 @@ import sys
 import psutil
 import pytest
 import requests
+from django.conf import settings
 
 from memories.management.commands.serve import (
     leftovers,
@@ -111,6 +112,12 @@ def test_a_killed_serve_takes_its_children_with_it(start_service):
     children = [p.pid for p in first.children()]
     assert len(qclusters(first.children())) == 1
     assert len(children) >= 6  # two gunicorns with a worker each, qcluster and its own
+    # The background worker yields the cores to the web workers (WORKER_NICENESS).
+    own_priority = psutil.Process(first.process.pid).nice()
+    for process in first.children():
+        background = "qcluster" in process.cmdline()
+        expected = min(19, own_priority + settings.WORKER_NICENESS) if background else own_priority
+        assert process.nice() == expected, process.cmdline()
 
     kill_supervisor(first)
 

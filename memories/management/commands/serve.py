@@ -207,7 +207,10 @@ class Command(BaseCommand):
         return state
 
     def serve(self, web_workers: int) -> None:
-        children = [Child(name, command) for name, command in child_commands(web_workers).items()]
+        children = [
+            Child(name, command, niceness=settings.WORKER_NICENESS if name == WORKER else 0)
+            for name, command in child_commands(web_workers).items()
+        ]
         state = getattr(self, "state", None) or self.claim_data_dir()
         embedded = settings.EMBEDDED_DATABASE
         postgres_restarts = Backoff()
@@ -362,6 +365,8 @@ class Child:
     started_at: float = 0.0
     restart_at: float = 0.0
     backoff: Backoff = field(default_factory=Backoff)
+    # Steps below serve's own priority (the background worker's, WORKER_NICENESS).
+    niceness: int = 0
 
     def start(self) -> None:
         # Each child leads a process group of its own: Ctrl-C reaches only us,
@@ -369,7 +374,9 @@ class Child:
         # can be stopped with it, even after it died. It gets SIGTERM when
         # serve dies, and stops its own processes as it does on Ctrl-C.
         self.process = subprocess.Popen(
-            self.command, start_new_session=True, preexec_fn=die_with(os.getpid())
+            self.command,
+            start_new_session=True,
+            preexec_fn=die_with(os.getpid(), niceness=self.niceness),
         )
         self.started_at = time.monotonic()
 
@@ -393,14 +400,17 @@ except (AttributeError, OSError):  # not Linux: the state file alone cleans up
     _prctl = None
 
 
-def die_with(parent: int):
-    """``preexec_fn`` of a child that must get SIGTERM when ``parent`` dies.
+def die_with(parent: int, *, niceness: int = 0):
+    """``preexec_fn`` of a child that must get SIGTERM when ``parent`` dies, at
+    ``niceness`` steps below the parent's priority.
 
     Linux sends it when the *thread* that forked the child ends: serve starts
     its children from its main thread, which lives as long as serve does.
     """
 
     def arrange() -> None:
+        if niceness:
+            os.nice(niceness)
         if _prctl is not None:
             _prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         if os.getppid() != parent:  # it died before the line above took effect
