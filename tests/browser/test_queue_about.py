@@ -3,7 +3,7 @@ phone widths: the queue offers as an update only a memory about the same subject
 and aspect (another person's is "see also", with no action), an edit is
 confirmed as the new version of #N in one step, two copies of one fact in the
 queue are one card settled by one click, and the owner's correction of the
-about shows on the pages and in the API's memory JSON.
+about (or the LLM's reading) shows on the pages and in the API's memory JSON.
 
 The test settings have no embedding provider: the related memories are judged
 by what each is about, entities and words.
@@ -320,3 +320,26 @@ def test_the_owners_correction_of_the_about_shows_on_the_pages_and_in_the_api(
     assert abouts[memory.pk]["set_by"] == "rules"
     assert abouts[memory.pk]["kind"] == "self"
     page.context.close()
+
+
+@VIEWPORTS
+def test_an_about_the_llm_read_says_so_on_the_detail_page(browser, live_server, owner, viewport):
+    memory = make_memory(
+        owner,
+        "Sarah took over as head of my team in May 2026.",
+        Memory.Type.EPISODIC,
+        about_subject="self",
+        about_kind="self",
+        about_aspect="manager",
+        about_occasion="2026-05",
+        about_set_by="llm",
+    )
+    page = open_page(browser, live_server, viewport)
+    page.goto(f"{live_server.url}/memories/{memory.pk}/")
+    expect(page.locator(".facts [data-about]")).to_have_text(
+        "you · manager · 2026-05 (read by the LLM)"
+    )
+    expect(page.locator(f"#version-{memory.pk} [data-about]")).to_have_text(
+        "about you · manager · 2026-05 (read by the LLM)"
+    )
+    assert page.evaluate(NO_SIDEWAYS_SCROLL) <= 0
