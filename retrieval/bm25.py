@@ -35,7 +35,7 @@ from retrieval.constants import (
     BM25_K1,
     BM25_TOP,
 )
-from retrieval.lexemes import query_lexemes
+from retrieval.lexemes import clean_query, query_lexemes
 from retrieval.models import OwnerCorpusChange, Posting
 from retrieval.posting_lists import (
     PostingLists,
@@ -110,6 +110,23 @@ def corpus_statistics(cursor, owner_id: int, as_of: datetime) -> tuple[float, fl
     return documents, average_length
 
 
+def _lexemes_and_corpus_now(
+    cursor, owner_id: int, query: str
+) -> tuple[list[str], tuple[float, float]]:
+    """``query_lexemes`` and ``corpus_statistics`` now, in one statement: the
+    same expressions, one round trip fewer for every search's text leg."""
+    cursor.execute(
+        f"SELECT coalesce(tsvector_to_array(to_tsvector('english', %s)), '{{}}'), s.* "
+        f"FROM (SELECT coalesce(sum(documents), 0)::float8, "
+        f"coalesce(sum(total_length), 0)::float8 FROM {CORPUS_TABLE} WHERE owner_id = %s) s",
+        [clean_query(query), owner_id],
+    )
+    lexemes, documents, total_length = cursor.fetchone()
+    if documents <= 0:
+        return list(lexemes), (0.0, 0.0)
+    return list(lexemes), (documents, total_length / documents)
+
+
 def compact_corpus_sums() -> None:
     """Fold each owner's corpus changes into one row (the daily job does this)."""
     with connection.cursor() as cursor:
@@ -141,10 +158,15 @@ def bm25_scores(
     them apart, the newer memory is the better guess. N and n count every
     active memory; only the answer is filtered by ``types``.
     """
-    lexemes = query_lexemes(cursor, query)
-    if not lexemes:
-        return []
-    documents, average_length = corpus_statistics(cursor, owner_id, as_of)
+    if _is_now(as_of):
+        lexemes, (documents, average_length) = _lexemes_and_corpus_now(cursor, owner_id, query)
+        if not lexemes:
+            return []
+    else:
+        lexemes = query_lexemes(cursor, query)
+        if not lexemes:
+            return []
+        documents, average_length = corpus_statistics(cursor, owner_id, as_of)
     with_dates = documents < BM25_DEFERRED_DATES
     postings = read_postings(
         cursor, owner_id, Posting.Kind.LEXEME, lexemes, as_of, types, reference_times=with_dates
