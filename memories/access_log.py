@@ -21,6 +21,7 @@ the memory ids stay, so the memory's page still says where it went.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Sequence
@@ -125,7 +126,28 @@ def record_search(owner, token, query: str, answer: dict, *, source: str) -> Non
 
 
 def _write(rows: list[dict]) -> None:
-    AccessRecord.objects.bulk_create([AccessRecord(**values) for values in rows])
+    """One INSERT of ``rows``, written directly: the ORM's ``bulk_create`` cost
+    about 0.6 ms of the web worker's CPU more for each search's record."""
+    columns, one_row = _insert_parts()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {AccessRecord._meta.db_table} ({columns}) VALUES "
+            + ", ".join([one_row] * len(rows)),
+            [values[name] for values in rows for name in _COLUMNS],
+        )
+
+
+# What a record's row holds, in the INSERT's order (the id comes from its sequence).
+_COLUMNS = ("owner_id", "token_id", "source", "memory_ids", "at", "query_preview")
+
+
+@functools.cache
+def _insert_parts() -> tuple[str, str]:
+    quote = connection.ops.quote_name
+    fields = [AccessRecord._meta.get_field(name) for name in _COLUMNS]
+    columns = ", ".join(quote(field.column) for field in fields)
+    one_row = "(" + ", ".join("%s::bigint[]" if f.name == "memory_ids" else "%s" for f in fields)
+    return columns, one_row + ")"
 
 
 # Records waiting for the writer thread. Each search queues one and a turn of
