@@ -24,6 +24,13 @@ COPY_TYPES = [
     "timestamptz",
     "timestamptz",
 ]
+# What a memory is about, stored with it as an import or a create stores it
+# (recall reads it for a current-state question and every answer shows it;
+# without it, both would derive it for every memory each time): the fills
+# write these columns after COPY_COLUMNS.
+ABOUT_COLUMNS = ("about_subject", "about_kind", "about_aspect", "about_occasion", "about_set_by")
+FILL_COLUMNS = f"{COPY_COLUMNS}, {', '.join(ABOUT_COLUMNS)}"
+FILL_TYPES = [*COPY_TYPES, *["text"] * len(ABOUT_COLUMNS)]
 # Load average per core above which a run is contended (more runnable
 # processes than cores), and below which it is quiet.
 CONTENDED_LOAD_PER_CORE = 1.0

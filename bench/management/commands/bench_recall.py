@@ -24,7 +24,15 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
-from bench.measure import COPY_COLUMNS, COPY_TYPES, describe_load, load_average, percentile
+from bench.measure import (
+    ABOUT_COLUMNS,
+    FILL_COLUMNS,
+    FILL_TYPES,
+    describe_load,
+    load_average,
+    percentile,
+)
+from memories.about import about_fields, derive_about, owner_names_of
 from memories.management.base import non_negative_int, positive_int
 from memories.models import Memory
 from retrieval import index as retrieval_index
@@ -350,10 +358,10 @@ class Command(BaseCommand):
                 with (
                     raw.cursor() as cursor,
                     cursor.copy(
-                        f"COPY {table} ({COPY_COLUMNS}) FROM STDIN (FORMAT BINARY)"
+                        f"COPY {table} ({FILL_COLUMNS}) FROM STDIN (FORMAT BINARY)"
                     ) as copy,
                 ):
-                    copy.set_types(COPY_TYPES)
+                    copy.set_types(FILL_TYPES)
                     for row in batch:
                         copy.write_row(row)
                 progress.update(len(batch))
@@ -388,7 +396,9 @@ class Command(BaseCommand):
     ) -> Iterator[list[tuple]]:
         now = timezone.now()
         two_years = 730 * 86400
+        owners = get_user_model().objects.in_bulk(owner_ids)
         for owner_id in owner_ids:
+            owner_names = owner_names_of(owners[owner_id])
             # Each owner writes about a handful of favourite topics.
             favourites = synthesizer.numbers.choice(TOPICS, size=8, replace=False)
             for offset in range(0, per_owner, BATCH_ROWS):
@@ -403,6 +413,15 @@ class Command(BaseCommand):
                     text, entities = synthesizer.memory_text(int(topics[index]))
                     created = now - timedelta(seconds=int(ages[index]))
                     active = statuses[index] == "active"
+                    about = about_fields(
+                        derive_about(
+                            text,
+                            types[index],
+                            entities=tuple(entities),
+                            written=created,
+                            owner_names=owner_names,
+                        )
+                    )
                     rows.append(
                         (
                             owner_id,
@@ -417,6 +436,7 @@ class Command(BaseCommand):
                             Jsonb({}),
                             created,
                             created if active else None,
+                            *(about[column] for column in ABOUT_COLUMNS),
                         )
                     )
                 yield rows

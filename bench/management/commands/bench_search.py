@@ -41,7 +41,14 @@ from psycopg.types.json import Jsonb
 from tqdm import tqdm
 
 from bench.busy import busy
-from bench.measure import COPY_COLUMNS, COPY_TYPES, describe_load, load_average, percentile
+from bench.measure import (
+    ABOUT_COLUMNS,
+    FILL_COLUMNS,
+    FILL_TYPES,
+    describe_load,
+    load_average,
+    percentile,
+)
 from memories.about import about_fields, derive_about, owner_names_of
 from memories.management.commands.serve import WEB_THREADS, public_site_command
 from memories.models import ApiToken, Memory
@@ -85,11 +92,6 @@ SIZED_TABLES = (
     "retrieval_ownercorpuschange",
 )
 LEGS = ("vector", "text", "entity")
-# What a memory is about, stored with it as an import stores it (recall reads
-# it for a current-state question; without it, it would derive it each time).
-ABOUT_COLUMNS = ("about_subject", "about_kind", "about_aspect", "about_occasion", "about_set_by")
-FILL_COLUMNS = f"{COPY_COLUMNS}, {', '.join(ABOUT_COLUMNS)}"
-FILL_TYPES = [*COPY_TYPES, *["text"] * len(ABOUT_COLUMNS)]
 
 
 class PersonalCorpus:
