@@ -64,6 +64,7 @@ from memories.serializers import (
     reject_lone_surrogates,
 )
 from memories.tasks import vector_stored
+from retrieval.models import RetrievalStamp
 from retrieval.recall import recall
 from retrieval.results import RecallFailed
 from timothy.request_body import is_unsized_chunked
@@ -365,6 +366,8 @@ class MemoryCollectionView(ApiView):
                 memory = Memory.propose(owner, data["content"], data["type"], **fields)
             if found.embedding is not None:
                 vector_stored(memory.pk)
+        # A row written just now has never been retrieved: no query for its stamp.
+        RetrievalStamp.attach(memory, None)
         body = memory_to_dict(memory) | {"related": found.to_list()}
         return Response(body, status=status.HTTP_201_CREATED)
 

@@ -100,3 +100,19 @@ def test_a_search_sends_one_statement_a_step(alice, settings, statements):
         "stamps",
         "access record",
     ]
+
+
+def test_a_create_asks_nothing_of_the_new_memory_s_stamp(alice, settings, statements):
+    settings.EMBEDDING_PROVIDER = "none"
+    token = ApiToken.issue(alice, "statements")[1]
+    client = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Bearer {token}")
+    statements.clear()
+    response = client.post(
+        "/v1/memories",
+        {"content": "Alice keeps bees.", "type": "semantic", "mode": "remember"},
+        content_type="application/json",
+    )
+    assert response.status_code == 201, response.content
+    assert response.json()["last_retrieved_at"] is None
+    # A row written just now has never been retrieved.
+    assert not [text for text in statements if "memories_retrievalstamp" in text], statements
