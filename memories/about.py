@@ -440,7 +440,11 @@ def _subject_of(text: str, entities: tuple[str, ...]) -> tuple[str, str, str]:
     role_at = 0
     while role_at < len(words) - 1 and lowered[role_at] in _ROLE_ADJECTIVES:
         role_at += 1
-    if _role(words[role_at]) and not words[role_at].endswith("'s"):
+    if (
+        _role(words[role_at])
+        and not words[role_at].endswith("'s")
+        and not _compound_at(lowered, role_at)
+    ):
         copula = _copula_after_phrase(lowered, role_at + 1)
         if copula is not None and _names_next(words, copula + 1):
             # "Boyfriend is Miguel Ferraz", "Manager at Loomwork is Tobi": who the
@@ -458,7 +462,7 @@ def _subject_of(text: str, entities: tuple[str, ...]) -> tuple[str, str, str]:
         # "my best friend", "my older brother", "my late father"
         while role_at < len(words) - 1 and lowered[role_at] in _ROLE_ADJECTIVES:
             role_at += 1
-        role = _role(words[role_at])
+        role = "" if _compound_at(lowered, role_at) else _role(words[role_at])
         pet = lowered[role_at].removesuffix("'s") in PET_WORDS
         if role or pet:
             label = lowered[role_at].removesuffix("'s") if pet else role
@@ -541,6 +545,28 @@ def _subject_of(text: str, entities: tuple[str, ...]) -> tuple[str, str, str]:
             return f"{appositive_role} {name}", kind, ""
         return name, kind, ""
     return SELF, SELF, ""
+
+
+# A relation's word opening a noun that names no one: "Her mother tongue is …".
+NOT_A_RELATION = frozenset(
+    [
+        "mother tongue",
+        "mother language",
+        "mother country",
+        "mother ship",
+        "father figure",
+        "sister city",
+        "sister company",
+        "sister ship",
+        "baby shower",
+        "baby monitor",
+        "partner organisation",
+    ]
+)
+
+
+def _compound_at(lowered: list[str], position: int) -> bool:
+    return " ".join(lowered[position : position + 2]) in NOT_A_RELATION
 
 
 # Words between a possessive and a relation ("my best friend", "his late father").
@@ -881,7 +907,7 @@ ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
         r"(?:\w+ )?days? a week|mondays|tuesdays|wednesdays|thursdays|fridays|compressed)|"
         r"\boffice days?\b|\b(?:night|day|early|late|long) shifts?\b|\bdays? in the office\b|"
         r"\bhybrid (?:work|working|schedule)\b|\bfour[- ]day week\b|\bworking hours\b|"
-        r"\brota\b|\bon call\b|\bwfh\b",
+        r"\brota\b|\bon call\b|\bwfh\b|\b(?:my|his|her|their) shifts?\b",
     ),
     ("allergy", r"\ballerg\w*|\bintoleran\w*|\banaphyla\w*|\bepipen\b"),
     (
@@ -1413,7 +1439,8 @@ def _acts_on_the_owner(content: str, subject: str) -> bool:
     role, _ = split_subject(subject.casefold())
     if role in CARER_ROLES and re.search(r"\b(?:his|her|him)\b", clause):
         return True
-    return bool(re.search(r"\b(?:him|himself)\b", clause))
+    # "Rusty goes everywhere with him": company, not something done to the owner.
+    return bool(re.search(r"(?<!\bwith )\b(?:him|himself)\b", clause))
 
 
 def owner_names_of(user) -> tuple[str, ...]:

@@ -244,6 +244,25 @@ def test_a_cue_reads_in_its_sense(text, aspect):
     assert about(text).aspect == aspect
 
 
+@pytest.mark.parametrize(
+    ("text", "subject"),
+    [
+        # A relation's word opening a noun that names no one.
+        ("Her mother tongue is the language of Maharashtra.", SELF),
+        ("My mother lives in Pune.", "mother"),
+        # Company is not something done to the owner; a gift is.
+        ("Rusty goes everywhere with him in the pickup.", "Rusty"),
+        ("Claire gave him her old iPhone.", SELF),
+    ],
+)
+def test_whom_a_memory_is_about_is_not_a_word_alone(text, subject):
+    assert about(text).subject == subject
+
+
+def test_her_shifts_are_her_work_schedule():
+    assert about("Her shifts run from 8pm until 8am.").aspect == "work-schedule"
+
+
 def test_a_name_said_to_be_a_pet_is_a_pet():
     assert about("Kaisla is a blue budgie.").kind == PET
     assert about("Kaisla is a blue budgie.").subject == "Kaisla"

@@ -208,12 +208,12 @@ def test_it_keeps_the_documented_figures_without_embeddings():
     pairs = load_pairs()
     figures = judgements(pairs, signals_of(pairs, None))
     assert len(pairs) == 408
-    assert round(figures.related_precision, 3) == 0.921
-    assert round(figures.related_recall, 3) == 0.642
-    assert round(figures.relation_right, 3) == 0.578
+    assert round(figures.related_precision, 3) == 0.922
+    assert round(figures.related_recall, 3) == 0.647
+    assert round(figures.relation_right, 3) == 0.583
     assert round(figures.near_misses_flagged, 3) == 0.063
     about = about_accuracy(pairs)
-    assert (about.memories, round(about.subject, 3), round(about.aspect, 3)) == (786, 0.924, 0.425)
+    assert (about.memories, round(about.subject, 3), round(about.aspect, 3)) == (786, 0.926, 0.426)
 
 
 @pytest.mark.django_db
@@ -232,11 +232,11 @@ def test_it_reports_the_judgements_per_split(capsys):
     assert (
         "609 pairs: 135 duplicate, 191 update, 283 unrelated; 204 dev, 204 test, 201 holdout" in out
     )
-    assert "-- all: 609 pairs · related at all P 0.907 R 0.571" in out
+    assert "-- all: 609 pairs · related at all P 0.908 R 0.574" in out
     assert "-- holdout: 201 pairs · related at all P 0.868 R 0.426" in out
     assert "near-misses flagged 0.067" in out
     assert "other-person 44/45" in out
-    assert "what each memory is about, all: 1175 labelled memories: subject 0.918" in out
+    assert "what each memory is about, all: 1175 labelled memories: subject 0.920" in out
 
 
 @pytest.mark.django_db
