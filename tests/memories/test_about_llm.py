@@ -212,7 +212,7 @@ def test_derive_about_llm_reads_the_rules_abouts_and_reports_failures(reading_ll
         about_answer(aspect="phone"),
         Answer(status=400, json={"error": {"message": "quota"}}),
     )
-    out, err = run_command("--llm", "--owner", "alice")
+    out, err = run_command("--llm", "--owner", "alice", "--concurrency", "1")
     assert "The LLM read what 1 of 2 memories are about." in out
     assert "1 failed and keep the rules' reading" in err and "quota" in err
     first.refresh_from_db()
@@ -224,6 +224,17 @@ def test_derive_about_llm_reads_the_rules_abouts_and_reports_failures(reading_ll
     assert corrected.about_set_by == SET_BY_OWNER
     assert bobs.about_set_by == SET_BY_RULES
     assert len(reading_llm.requests_to(CHAT)) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_derive_about_llm_reads_several_at_once(reading_llm, alice):
+    # Committed rows: the pool's threads read them on connections of their own.
+    memories = [rules_memory(alice, f"{PHONE} Number {n}.") for n in range(6)]
+    reading_llm.queue(CHAT, *[about_answer(aspect="phone") for _ in memories])
+    out, err = run_command("--llm", "--concurrency", "3")
+    assert "The LLM read what 6 of 6 memories are about." in out
+    assert "failed" not in err
+    assert {m.about_set_by for m in Memory.objects.filter(owner=alice)} == {SET_BY_LLM}
 
 
 def test_derive_about_llm_dry_run_asks_nothing(reading_llm, alice):

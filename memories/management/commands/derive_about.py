@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from django.core.management.base import CommandError
-from django.db import transaction
+from django.db import connection, transaction
 from tqdm import tqdm
 
 from memories import about_llm, llm
 from memories.about import SET_BY_RULES, about_fields, derive_about, owner_names_of, refined
-from memories.management.base import SchemaCommand, owner_by_username
+from memories.management.base import SchemaCommand, owner_by_username, positive_int
 from memories.models import Memory
 from retrieval.embeddings import EmbeddingError, get_provider
 
 BATCH_ROWS = 500
+# LLM calls in flight at once for --llm: each waits on the network, not the CPU.
+LLM_CONCURRENCY = 4
 
 
 class Command(SchemaCommand):
@@ -39,12 +43,18 @@ class Command(SchemaCommand):
             "wrote, one call per memory; where it fails, the rules' reading stays.",
         )
         parser.add_argument(
+            "--concurrency",
+            type=positive_int,
+            default=LLM_CONCURRENCY,
+            help=f"With --llm: calls in flight at once (default {LLM_CONCURRENCY}).",
+        )
+        parser.add_argument(
             "--dry-run", action="store_true", help="Count what would be written; write nothing."
         )
 
     def handle(self, *args, owner=None, dry_run=False, **options) -> None:
         if options["llm"]:
-            self._read_with_llm(owner, dry_run)
+            self._read_with_llm(owner, dry_run, options["concurrency"])
             return
         rows = Memory.objects.exclude(status=Memory.Status.REDACTED)
         if owner:
@@ -79,7 +89,7 @@ class Command(SchemaCommand):
             + "."
         )
 
-    def _read_with_llm(self, owner: str | None, dry_run: bool) -> None:
+    def _read_with_llm(self, owner: str | None, dry_run: bool, concurrency: int) -> None:
         if not llm.is_configured():
             raise CommandError(str(llm.LLMNotConfigured()))
         rows = Memory.objects.exclude(status=Memory.Status.REDACTED).filter(
@@ -92,12 +102,17 @@ class Command(SchemaCommand):
             self.stdout.write(f"Would ask the LLM what {len(ids)} memories are about.")
             return
         written, failures = 0, []
-        with tqdm(total=len(ids), unit=" memories", file=self.stderr._out, disable=None) as bar:
-            for memory_id in ids:
-                try:
-                    written += about_llm.read_stored(memory_id)
-                except llm.LLMError as error:
-                    failures.append((memory_id, error))
+        with (
+            tqdm(total=len(ids), unit=" memories", file=self.stderr._out, disable=None) as bar,
+            ThreadPoolExecutor(max_workers=concurrency) as pool,
+        ):
+            # One at a time on this thread (and its transaction); else on the pool's.
+            outcomes = map(_read, ids) if concurrency == 1 else pool.map(_read_one, ids)
+            for memory_id, outcome in zip(ids, outcomes, strict=True):
+                if isinstance(outcome, llm.LLMError):
+                    failures.append((memory_id, outcome))
+                else:
+                    written += outcome
                 bar.update(1)
         self.stdout.write(f"The LLM read what {written} of {len(ids)} memories are about.")
         if failures:
@@ -128,6 +143,22 @@ class Command(SchemaCommand):
                 if not dry_run:
                     Memory.objects.filter(pk=memory.pk).update(**fields)
         return changed
+
+
+def _read(memory_id: int) -> bool | llm.LLMError:
+    """One memory read by the LLM: True when kept, or the LLM's error."""
+    try:
+        return about_llm.read_stored(memory_id)
+    except llm.LLMError as error:
+        return error
+
+
+def _read_one(memory_id: int) -> bool | llm.LLMError:
+    """``_read`` on a pool thread, whose own connection is closed after."""
+    try:
+        return _read(memory_id)
+    finally:
+        connection.close()
 
 
 def _provider(stderr):
