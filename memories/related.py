@@ -61,7 +61,7 @@ from retrieval.embeddings import (
     get_provider,
     model_loading,
 )
-from retrieval.legs import run_step
+from retrieval.legs import nearest_active, run_step
 from retrieval.lexemes import clean_query
 from retrieval.models import Posting
 
@@ -1228,11 +1228,19 @@ def related_for_probes(
 def _candidates(cursor, owner_id: int, probes: Sequence[Probe], include_proposals: bool):
     """Rows (probe key, memory id, content, entities, lexemes, probe lexemes, cosine).
 
-    One statement for every probe: the nearest stored vectors, the memories
+    The nearest stored vectors of each probe with an embedding first, one
+    statement each through the half-precision covering index the vector leg
+    reads (``retrieval.legs.nearest_active``: the float32 scan's answer at half
+    the bytes); then one statement for every probe: those, the memories
     sharing an entity, and those sharing the most lexemes (from the postings,
     which hold active memories only); with ``include_proposals``, the owner's
     proposals that are near or share a lexeme as well.
     """
+    nearest = {
+        probe.key: nearest_active(cursor, owner_id, probe.embedding, CANDIDATES_PER_SOURCE)
+        for probe in probes
+        if probe.embedding
+    }
     payload = [
         {
             "key": probe.key,
@@ -1240,6 +1248,7 @@ def _candidates(cursor, owner_id: int, probes: Sequence[Probe], include_proposal
             "entities": [entity.strip().lower() for entity in probe.entities if entity.strip()],
             "embedding": vector_text(probe.embedding) if probe.embedding else None,
             "exclude": list(probe.exclude),
+            "nearest": nearest.get(probe.key, []),
         }
         for probe in probes
     ]
@@ -1265,17 +1274,14 @@ def _candidates(cursor, owner_id: int, probes: Sequence[Probe], include_proposal
                    ARRAY(SELECT jsonb_array_elements_text(j->'entities')) AS entities,
                    (j->>'embedding')::vector AS embedding,
                    ARRAY(SELECT jsonb_array_elements_text(j->'exclude'))::bigint[] AS exclude,
+                   ARRAY(SELECT jsonb_array_elements_text(j->'nearest'))::bigint[] AS nearest,
                    coalesce(tsvector_to_array(to_tsvector('english', j->>'content')), '{{}}')
                        AS lexemes
             FROM jsonb_array_elements(%(probes)s::jsonb) AS j
         ),
         candidates AS (
             SELECT DISTINCT p.key, c.id FROM probes p CROSS JOIN LATERAL (
-                (SELECT m.id FROM {MEMORY_TABLE} m
-                 WHERE p.embedding IS NOT NULL AND m.owner_id = %(owner_id)s
-                   AND m.status = 'active' AND m.embedding IS NOT NULL
-                 ORDER BY m.embedding <=> p.embedding, m.id
-                 LIMIT %(per_source)s)
+                (SELECT unnest(p.nearest))
                 UNION
                 (SELECT t.memory_id FROM {POSTING_TABLE} t
                  WHERE t.owner_id = %(owner_id)s AND t.kind = 'e' AND t.term = ANY(p.entities)

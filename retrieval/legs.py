@@ -436,6 +436,16 @@ def half_precision_error(dimensions: int) -> float:
     return 4 * 2.0**-11 + 6 * dimensions * 2.0**-24
 
 
+def nearest_active(cursor, owner_id: int, embedding: Sequence[float], limit: int) -> list[int]:
+    """The ids of the owner's ``limit`` active memories nearest ``embedding``,
+    nearest first (equal distances by id), as a float32 scan of their rows
+    orders them, read through the half-precision covering index
+    (``_exact_nearest``). A create's related check gathers its candidates so."""
+    where = "m.owner_id = %(owner_id)s AND m.status = 'active'"
+    params = {"owner_id": owner_id, "limit": limit, "embedding": vector_text(embedding)}
+    return [memory_id for memory_id, _ in _exact_nearest(cursor, where, params, len(embedding))]
+
+
 def _exact_nearest(cursor, where: str, params: dict, dimensions: int) -> list[tuple[int, float]]:
     """The ``limit`` nearest of the owner's vectors, exactly as a scan of the
     float32 vectors orders and scores them.

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from memories.models import Memory
 from memories.vectors import vector_text
-from retrieval.legs import LegRequest, half_precision_error, vector_leg
+from retrieval.legs import LegRequest, half_precision_error, nearest_active, vector_leg
 from tests.retrieval.helpers import vector
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -242,3 +242,16 @@ def test_half_precision_moves_a_distance_by_no_more_than_its_bound():
         )
         largest = cursor.fetchone()[0]
     assert 0 < largest <= half_precision_error(dimensions)
+
+
+def test_a_creates_nearest_candidates_are_what_the_rows_say(alice, bob):
+    # memories.related gathers a new text's nearest memories through the same
+    # index: ties in distance broken by id, as the float32 rows order them.
+    _fill([alice, bob], 400)
+    for direction in range(4):
+        embedding = vector((direction, 1.0), (6, 0.5))
+        request = _request(alice, embedding, as_of=timezone.now() + timedelta(days=1), limit=8)
+        with connection.cursor() as cursor:
+            found = nearest_active(cursor, alice.pk, embedding, 8)
+        assert len(found) == 8
+        assert found == _heap_nearest(request, embedding)
