@@ -62,6 +62,7 @@ LAYERS = {
     # related memories, import and export, the background tasks.
     "memories.consolidation": WORK,
     "memories.extraction": WORK,
+    "memories.about_llm": WORK,
     "memories.llm": WORK,
     "memories.related": WORK,
     "memories.related_evaluation": WORK,
