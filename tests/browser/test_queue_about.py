@@ -343,3 +343,4 @@ def test_an_about_the_llm_read_says_so_on_the_detail_page(browser, live_server, 
         "about you · manager · 2026-05 (read by the LLM)"
     )
     assert page.evaluate(NO_SIDEWAYS_SCROLL) <= 0
+    screenshot(page, f"detail-about-llm-{viewport['width']}")

@@ -38,6 +38,9 @@ def rules_memory(owner, content: str = PHONE, type: str = Memory.Type.EPISODIC) 
 @pytest.fixture
 def reading_llm(fake_llm, settings):
     settings.ABOUT_LLM = True
+    # The fake answers at once; a busy CI machine may still take seconds to
+    # schedule a round trip, and no test here is about the LLM being slow.
+    settings.LLM_TIMEOUT = 60.0
     return fake_llm
 
 
