@@ -212,7 +212,10 @@ class WordPieceTokenizer:
 
     def encode_batch(self, texts: list[str]) -> dict[str, np.ndarray]:
         """``input_ids``, ``attention_mask`` and ``token_type_ids``, padded to the longest text."""
-        rows = [self.ids(text) for text in texts]
+        return self.pad([self.ids(text) for text in texts])
+
+    def pad(self, rows: list[list[int]]) -> dict[str, np.ndarray]:
+        """The model's inputs for texts already turned into ids (``ids``), padded to the longest."""
         width = max(len(row) for row in rows)
         input_ids = np.full((len(rows), width), self.pad_id, dtype=np.int64)
         attention_mask = np.zeros((len(rows), width), dtype=np.int64)

@@ -23,7 +23,7 @@ from retrieval.embeddings import (
     get_provider,
 )
 from retrieval.management.commands import recall as recall_command
-from retrieval.onnx_model import BULK_BATCH_TEXTS
+from retrieval.onnx_model import BULK_BATCH_TEXTS, PADDING_TOKENS_PER_RUN, plan_batches
 from retrieval.recall import recall
 from tests.base import make_memory
 
@@ -156,9 +156,56 @@ def test_a_bulk_job_runs_one_small_batch_per_thread_with_the_same_vectors(minilm
     got = bulk.embed(texts, timeout=WAIT_SECONDS)
     expected = single.embed(texts, timeout=WAIT_SECONDS)
     assert len(set(batches_on)) == 2
-    assert len(batches_on) == -(-len(texts) // BULK_BATCH_TEXTS)
+    lengths = [len(model.tokenizer.ids(text)) for text in texts]
+    assert len(batches_on) == len(plan_batches(lengths, BULK_BATCH_TEXTS))
     assert cosines(got, expected).min() >= 1 - 1e-6
     assert "bulk" in repr(bulk) and "bulk" not in repr(single)
+
+
+def test_texts_of_like_length_share_a_batch_and_a_much_longer_one_runs_alone():
+    short, long = 8, 8 + PADDING_TOKENS_PER_RUN + 30
+    # Two queries and a new memory's text waiting together: the memory alone,
+    # the queries together.
+    assert plan_batches([short, long, short + 1], batch_size=64) == [[1], [2, 0]]
+    # Within the padding a run is worth, one batch, longest first.
+    near = [short, short + PADDING_TOKENS_PER_RUN, short + 3]
+    assert plan_batches(near, batch_size=64) == [[1, 2, 0]]
+    # A step just beyond it starts a new batch.
+    assert plan_batches([short, short + PADDING_TOKENS_PER_RUN + 1], batch_size=64) == [[1], [0]]
+
+
+def test_batches_hold_at_most_the_batch_size_and_every_text_once():
+    lengths = [12] * 7 + [40] * 3 + [13, 11]
+    batches = plan_batches(lengths, batch_size=4)
+    assert sorted(index for batch in batches for index in batch) == list(range(len(lengths)))
+    assert all(len(batch) <= 4 for batch in batches)
+    assert batches[0] == [7, 8, 9]  # the long texts, alone together
+    for batch in batches:
+        widths = [lengths[index] for index in batch]
+        assert widths == sorted(widths, reverse=True)
+        assert widths[0] - widths[-1] <= PADDING_TOKENS_PER_RUN
+
+
+@pytest.mark.slow
+def test_a_query_waiting_beside_a_long_text_gets_the_vector_it_gets_alone(minilm, settings):
+    provider = LocalEmbeddingProvider(
+        minilm, batch_size=64, runtime="onnx", export_dir=Path(settings.DATA_DIR) / "models"
+    )
+    model = provider._model_or_load()
+    query = "Where do I live now?"
+    memory = "Moved " + "and then moved again " * 12 + "to a flat near Victoria Park."
+    widths: list[int] = []
+    real_encode_batch = model._encode_batch
+
+    def encode_batch(rows):
+        widths.append(max(len(row) for row in rows))
+        return real_encode_batch(rows)
+
+    model._encode_batch = encode_batch
+    together = model.encode([memory, query])
+    assert sorted(widths) == [len(model.tokenizer.ids(query)), len(model.tokenizer.ids(memory))]
+    apart = np.vstack([model.encode([memory]), model.encode([query])])
+    assert cosines(together, apart).min() >= 1 - 1e-6
 
 
 @pytest.mark.slow
