@@ -54,7 +54,7 @@ OUTPUT = "sentence_embedding"
 PROBES = ("Prefers an aisle seat on long-haul flights.", "?")
 
 # A bulk job (reembed) runs one batch per core, each on one thread, rather than
-# each batch on every core: 158 against 120 texts a second on this 2-core
+# each batch on every core: 169 against 152 texts a second on this 2-core
 # machine (bench_embed, docs/benchmarks.md). Small batches fit one core's
 # caches best there (two at once of 64 texts: 123 a second).
 BULK_BATCH_TEXTS = 16
