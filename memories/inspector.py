@@ -33,6 +33,7 @@ from retrieval.constants import (
     RELEVANCE_WEIGHT,
     RERANK_TOP,
     RRF,
+    SUCCESSOR_MIN_SIMILARITY,
     SUPERSEDE_TOP,
     SUPERSEDED_FACTOR,
     TYPE_PROFILES,
@@ -61,6 +62,8 @@ FUSION_PARTS = {
     "decay",
     "weight",
     "superseded_by_newer",
+    "successor_of",
+    "successor_likeness",
     "current_state",
     "asked_aspect",
     "asked_factor",
@@ -144,13 +147,25 @@ def _ordered_legs(ranks: dict[str, int]) -> list[str]:
     return [leg for leg in LEGS if leg in ranks] + sorted(set(ranks) - set(LEGS))
 
 
+def _about_phrase(subject: str, kind: str, aspect: str) -> str:
+    """ "your commute", "your brother · home"."""
+    subject = subject_phrase(subject or SELF, kind or SELF)
+    aspect = aspect_label(aspect)
+    return f"your {aspect}" if subject == "you" and aspect else f"{subject} · {aspect}".strip(" ·")
+
+
 def replaced_for_now(parts: dict[str, Any]) -> str:
     """ "a newer memory about your commute, #12, replaces it for now"."""
     about = parts.get("superseded_about") or {}
-    subject = subject_phrase(about.get("subject", SELF), about.get("kind", SELF))
-    aspect = aspect_label(about.get("aspect", ""))
-    what = f"your {aspect}" if subject == "you" and aspect else f"{subject} · {aspect}".strip(" ·")
+    what = _about_phrase(about.get("subject", ""), about.get("kind", ""), about.get("aspect", ""))
     return f"a newer memory about {what}, #{parts['superseded_by_newer']}, replaces it for now"
+
+
+def later_than(item: ScoredMemory) -> str:
+    """ "as the later memory about your manager than #9" (fusion's successor_of)."""
+    memory = item.memory
+    what = _about_phrase(memory.about_subject, memory.about_kind, memory.about_aspect)
+    return f"as a later memory about {what} than #{item.parts['successor_of']}"
 
 
 def _age_factor(parts: dict[str, Any]) -> float:
@@ -361,15 +376,17 @@ def _found(pipeline: str, item: ScoredMemory, found: Evidence) -> SafeString | s
     parts = item.parts
     if pipeline == "fusion":
         ranks = parts.get("ranks") or {}
+        later = [later_than(item)] if "successor_of" in parts else []
         if not ranks:
-            return "Found"
+            return format_html("Found {}", later[0]) if later else "Found"
         if "entity" in ranks and found.names:
             # A name the entity leg found is said once, as a name.
             names = {name.casefold() for name in found.names}
             words = [word for word in found.words if word.casefold() not in names]
             found = Evidence(words=words or found.words, names=found.names)
         return format_html(
-            "Found {}", _join([_found_by_leg(leg, found) for leg in _ordered_legs(ranks)])
+            "Found {}",
+            _join([*(_found_by_leg(leg, found) for leg in _ordered_legs(ranks)), *later]),
         )
     by_words = _found_by_leg("text", found)
     if parts.get("cosine") is not None:
@@ -487,6 +504,12 @@ def _fusion_steps(item: ScoredMemory, profile: FusionProfile) -> list[str]:
                     f"{leg} leg: rank {ranks[leg]}, stands out by {_number(z.get(leg)):.2f}"
                     f" → {part:.2f}"
                 )
+    if "successor_of" in parts:
+        steps.append(
+            f"found {later_than(item)}: #{parts['successor_of']}'s relevance"
+            f" × likeness {_number(parts.get('successor_likeness')):.2f}"
+            f" → {_number(parts.get('relevance')):.2f}"
+        )
     if "superseded_by_newer" in parts:
         steps.append(
             f"{replaced_for_now(parts)} → below it,"
@@ -647,7 +670,12 @@ def legend(pipeline: str, profile_name: str = "default") -> list[LegendEntry]:
                     f"among the best {SUPERSEDE_TOP} that a newer one replaces (about the "
                     "same subject and aspect: your home, your brother's job) drops below it, "
                     f"× {SUPERSEDED_FACTOR:g} at least; nothing about another subject or "
-                    "aspect does that; newer memories count a little more; and a memory "
+                    "aspect does that; a later memory about the same subject and aspect "
+                    "as one of those, at least "
+                    f"{SUCCESSOR_MIN_SIMILARITY:g} alike it, joins even if no search found "
+                    "it, with that one's relevance × their likeness (“Who is my manager "
+                    "now?” matches the old manager's memory; the new one names another "
+                    "person); newer memories count a little more; and a memory "
                     "about the aspect the message asks of (your home, for “Which town "
                     f"do I live in now?”) counts × {ASKED_ASPECT_FACTOR:g}."
                     if profile.current_state

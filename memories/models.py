@@ -503,6 +503,12 @@ class Memory(models.Model):
                 condition=Q(embedding__isnull=True, status__in=["active", "proposed"]),
             ),
             models.Index(fields=["superseded_by"], name="memory_superseded_by"),
+            # A question about now reads the later memories about what its best
+            # candidates are about (retrieval.candidates.load_successors).
+            models.Index(
+                fields=["owner", "about_subject", "about_aspect", "-created_at"],
+                name="memory_owner_about",
+            ),
             embedding_scan_index(),
         ]
         constraints = [

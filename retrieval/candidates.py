@@ -12,7 +12,7 @@ from the values.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -20,6 +20,7 @@ import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from memories.models import EMBEDDING_HALF, Memory, loaded_row
+from retrieval.constants import SUCCESSORS_EACH
 from retrieval.models import RetrievalStamp
 from retrieval.replay import ALIVE_SQL
 
@@ -40,6 +41,9 @@ _SELECT = ", ".join(
 _DATETIMES = [
     index for index, field in enumerate(_FIELDS) if field.get_internal_type() == "DateTimeField"
 ]
+# The stamp, which says whether recall must stamp the memory again: one probe
+# of its key a row (a join let the planner scan every stamp).
+_STAMP = f"(SELECT s.last_retrieved_at FROM {STAMP_TABLE} s WHERE s.memory_id = m.id)"
 # Today's active memories written by as_of (a replay of the past: ALIVE_SQL).
 _ACTIVE_SQL = "m.owner_id = %(owner_id)s AND m.status = 'active' AND m.created_at <= %(as_of)s"
 
@@ -64,26 +68,88 @@ def load_candidates(
     if not ids:
         return {}, {}
     vector_column = ", vector_send(m.embedding)" if vectors else ""
-    # The stamp, which says whether recall must stamp the memory again: one
-    # probe of its key a row (a join let the planner scan every stamp).
-    stamp = f"(SELECT s.last_retrieved_at FROM {STAMP_TABLE} s WHERE s.memory_id = m.id)"
     sql = (
-        f"SELECT {_SELECT}, {stamp}{vector_column} FROM {MEMORY_TABLE} m "
+        f"SELECT {_SELECT}, {_STAMP}{vector_column} FROM {MEMORY_TABLE} m "
         f"WHERE {ALIVE_SQL if replaying else _ACTIVE_SQL} AND m.id = ANY(%(ids)s)"
     )
+    rows = _fetch(sql, {"owner_id": owner_id, "as_of": as_of, "ids": ids})
+    memories: dict[int, Memory] = {}
+    found: dict[int, np.ndarray] = {}
+    for memory, vector in _built(rows, vectors=vectors):
+        memories[memory.pk] = memory
+        if vector is not None:
+            found[memory.pk] = vector
+    return memories, found
+
+
+def load_successors(
+    owner_id: int,
+    olders: Sequence[Memory],
+    as_of: datetime,
+    *,
+    replaying: bool = False,
+) -> tuple[dict[int, list[Memory]], dict[int, np.ndarray]]:
+    """For each of ``olders``, the memories a recall at ``as_of`` may return
+    that were written after it about the same subject and aspect, newest first
+    (at most SUCCESSORS_EACH of each), keyed by the older memory's id; and
+    every one's stored vector (one without a vector is left out: nothing could
+    say it restates the older one)."""
+    olders = [memory for memory in olders if memory.about_subject and memory.about_aspect]
+    if not olders:
+        return {}, {}
+    # The lateral subquery is named m, as the candidates' own statement names
+    # its table, so that _SELECT reads the same columns from it.
+    sql = (
+        f"SELECT o.older_id, {_SELECT}, {_STAMP}, vector_send(m.embedding) "
+        "FROM unnest(%(older_ids)s::bigint[], %(subjects)s::text[], %(aspects)s::text[], "
+        "%(since)s::timestamptz[]) AS o(older_id, subject, aspect, since) "
+        f"CROSS JOIN LATERAL (SELECT m.* FROM {MEMORY_TABLE} m "
+        f"WHERE {ALIVE_SQL if replaying else _ACTIVE_SQL} AND m.embedding IS NOT NULL "
+        "AND m.about_subject = o.subject AND m.about_aspect = o.aspect "
+        "AND m.created_at > o.since AND m.id <> o.older_id "
+        "ORDER BY m.created_at DESC LIMIT %(each)s) m"
+    )
+    rows = _fetch(
+        sql,
+        {
+            "owner_id": owner_id,
+            "as_of": as_of,
+            "older_ids": [memory.pk for memory in olders],
+            "subjects": [memory.about_subject for memory in olders],
+            "aspects": [memory.about_aspect for memory in olders],
+            "since": [memory.created_at for memory in olders],
+            "each": SUCCESSORS_EACH,
+        },
+    )
+    successors: dict[int, list[Memory]] = {}
+    found: dict[int, np.ndarray] = {}
+    for (older_id, *_), (memory, vector) in zip(
+        rows, _built([row[1:] for row in rows], vectors=True), strict=True
+    ):
+        successors.setdefault(older_id, []).append(memory)
+        found[memory.pk] = vector
+    return successors, found
+
+
+def _fetch(sql: str, params: dict) -> list[tuple]:
     database = connections[DEFAULT_DB_ALIAS]
     database.ensure_connection()
     with database.wrap_database_errors, psycopg.Cursor(database.connection) as cursor:
-        cursor.execute(sql, {"owner_id": owner_id, "as_of": as_of, "ids": ids}, binary=True)
-        rows = cursor.fetchall()
+        cursor.execute(sql, params, binary=True)
+        return cursor.fetchall()
+
+
+def _built(rows: list[tuple], *, vectors: bool) -> list[tuple[Memory, np.ndarray | None]]:
+    """Each row (``_FIELDS``, the stamp, then maybe the vector sent) as a
+    Memory with its stamp attached, and its vector as float64 (or None)."""
+    database = connections[DEFAULT_DB_ALIAS]
     converters = [
         (index, field.get_db_converters(database))
         for index, field in enumerate(_FIELDS)
         if field.get_db_converters(database)
     ]
     zone = database.timezone
-    memories: dict[int, Memory] = {}
-    found: dict[int, np.ndarray] = {}
+    built: list[tuple[Memory, np.ndarray | None]] = []
     for row in rows:
         values = list(row[: len(_FIELDS)])
         for index, functions in converters:
@@ -96,12 +162,13 @@ def load_candidates(
         memory = _instance(values, database.alias)
         stamped = row[len(_FIELDS)]
         RetrievalStamp.attach(memory, None if stamped is None else stamped.astimezone(zone))
-        memories[memory.pk] = memory
+        vector = None
         if vectors and row[-1] is not None:
-            found[memory.pk] = np.frombuffer(
-                row[-1], dtype=_SEND_VALUE, offset=_SEND_HEADER_BYTES
-            ).astype(np.float64)
-    return memories, found
+            vector = np.frombuffer(row[-1], dtype=_SEND_VALUE, offset=_SEND_HEADER_BYTES).astype(
+                np.float64
+            )
+        built.append((memory, vector))
+    return built
 
 
 def _instance(values: list, alias: str) -> Memory:

@@ -145,6 +145,18 @@ CURRENT_STATE_WORDS = (
 #   drops below it, its score multiplied by SUPERSEDED_FACTOR at least;
 SUPERSEDE_TOP = 5
 SUPERSEDED_FACTOR = 0.3
+# - and the store is asked, for each of those about the aspect the question
+#   names (any, if it names none), for memories written later about the same
+#   subject and aspect (the newest SUCCESSORS_EACH): one whose vector is at
+#   least SUCCESSOR_MIN_SIMILARITY alike the older memory's answers what it
+#   answered ("Who is my manager now?" matched the old manager's memory; the
+#   new one names another person), so it joins the candidates with the older
+#   one's relevance times that likeness; it replaces nothing (fusion's
+#   _join_successors). On the labelled pairs' dev split
+#   (tests/memories/data/about-pairs.json) 47 of 49 updates are at least 0.3
+#   alike; what keeps a neighbouring topic out is the aspect, not this floor;
+SUCCESSORS_EACH = 5
+SUCCESSOR_MIN_SIMILARITY = 0.3
 # - a memory about what the query asks of (its subject and aspect: "Which town do
 #   I live in now?" asks of the owner's home) is multiplied by ASKED_ASPECT_FACTOR;
 ASKED_ASPECT_FACTOR = 1.25

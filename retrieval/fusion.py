@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -22,6 +22,7 @@ from retrieval.constants import (
     CURRENT_STATE_HALF_LIFE_DAYS,
     CURRENT_STATE_WORDS,
     RRF,
+    SUCCESSOR_MIN_SIMILARITY,
     SUPERSEDABLE_TYPES,
     SUPERSEDE_TOP,
     SUPERSEDED_FACTOR,
@@ -39,6 +40,12 @@ NOT_RETRIEVED = (BELOW_MIN_SCORE, BELOW_RELATIVE_CUT)
 
 # A leg's list, best first: (memory id, the leg's own score).
 Ranking = Sequence[tuple[int, float]]
+# Given older memories, the store's later memories about the same subject and
+# aspect of each (by the older one's id, newest first), and their vectors by id
+# (retrieval.candidates.load_successors).
+SuccessorsOf = Callable[
+    [Sequence[Memory]], tuple[Mapping[int, Sequence[Memory]], Mapping[int, Sequence[float]]]
+]
 
 _CURRENT_STATE = re.compile(
     r"\b(?:"
@@ -182,6 +189,7 @@ def fuse(
     query: str = "",
     query_embedding: Sequence[float] | None = None,
     vectors: Mapping[int, Sequence[float]] | None = None,
+    successors_of: SuccessorsOf | None = None,
 ) -> tuple[list[ScoredMemory], list[ScoredMemory]]:
     """Score every candidate; return (kept best first, cut best first).
 
@@ -189,7 +197,8 @@ def fuse(
     time they were loaded) are dropped. ``query_embedding``, with the
     candidates' ``vectors`` (by memory id; default: each memory's loaded
     ``embedding``), feeds the semantic gate and the current-state check;
-    without it both stand aside.
+    without it both stand aside. ``successors_of`` lets the current-state check
+    bring in the memory that replaces a good candidate when no leg found it.
     """
     rankings = {
         leg: [(memory_id, score) for memory_id, score in ranked if memory_id in memories]
@@ -235,7 +244,12 @@ def fuse(
 
     if profile.current_state and wants_current_state(query):
         _prefer_current_state(
-            scored, vectors if query_embedding is not None else None, as_of, query
+            scored,
+            vectors if query_embedding is not None else None,
+            as_of,
+            query,
+            profile,
+            successors_of=successors_of,
         )
     for item in scored:
         item.parts["final"] = item.score
@@ -286,6 +300,9 @@ def _prefer_current_state(
     vectors: Mapping[int, Sequence[float]] | None,
     as_of: datetime,
     query: str,
+    profile: FusionProfile,
+    *,
+    successors_of: SuccessorsOf | None = None,
 ) -> None:
     """The query asks how things stand now: a memory that a newer one replaces loses.
 
@@ -293,7 +310,10 @@ def _prefer_current_state(
     date when a newer candidate is about the same subject and aspect
     (``memories.about.newer_replaces``: "Lives in Lisbon" by "Moved to
     Porto", never by "My brother lives in Porto" nor by "The phone plan costs
-    £12"); it drops below the memory that replaces it. Then every score leans
+    £12"); it drops below the memory that replaces it. The store's later
+    memories about what the best candidates are about join the candidates
+    (``_join_successors``), for the memory that replaced the one a question
+    matched may share none of its words. Then every score leans
     gently towards what was written more recently (a half-life of
     CURRENT_STATE_HALF_LIFE_DAYS), so that of two equally good answers the
     newer wins. A memory about what the query asks of (the asked subject and
@@ -301,11 +321,21 @@ def _prefer_current_state(
     home) gains ASKED_ASPECT_FACTOR.
     """
     top = sorted(scored, key=_best_first)[:SUPERSEDE_TOP]
+    aspect = asked_aspect(query)
+    if successors_of is not None and vectors is not None:
+        vectors = dict(vectors)
+        lenders = [item for item in top if not aspect or about_of(item.memory).aspect == aspect]
+        _join_successors(scored, lenders, vectors, as_of, profile, successors_of)
+    # What the legs ranked best may replace what is best now: a memory lent its
+    # place by an older one (_join_successors) is no sign of a replacement.
+    replacing = top
+    top = sorted(scored, key=_best_first)[:SUPERSEDE_TOP]
+    top += [item for item in replacing if item not in top]
     abouts = {id(item): about_of(item.memory) for item in top}
     for older in top:
         if older.memory.type not in SUPERSEDABLE_TYPES:
             continue
-        for newer in sorted(top, key=lambda item: -item.memory.created_at.timestamp()):
+        for newer in sorted(replacing, key=lambda item: -item.memory.created_at.timestamp()):
             if newer is older or newer.memory.created_at <= older.memory.created_at:
                 continue
             alike = (
@@ -337,7 +367,6 @@ def _prefer_current_state(
         for item in scored
     }
     oldest = min(leans.values(), default=1.0)
-    aspect = asked_aspect(query)
     for item in scored:
         about = about_of(item.memory)
         recency = leans[id(item)] if same_subject(about, asked) else oldest
@@ -347,6 +376,63 @@ def _prefer_current_state(
             item.score *= ASKED_ASPECT_FACTOR
             item.parts["asked_aspect"] = aspect
             item.parts["asked_factor"] = ASKED_ASPECT_FACTOR
+
+
+def _join_successors(
+    scored: list[ScoredMemory],
+    lenders: list[ScoredMemory],
+    vectors: dict[int, Sequence[float]],
+    as_of: datetime,
+    profile: FusionProfile,
+    successors_of: SuccessorsOf,
+) -> None:
+    """The later memories about what the best candidates are about, as candidates.
+
+    A question about now ("Who is my manager now?") matches the words of the
+    memory it has outgrown ("My manager is Hannah …") better than those of the
+    one that replaced it ("Reports to Tobi …"). Each fact or preference among
+    ``lenders`` (the best candidates; only those about the aspect the question
+    names, when it names one: a memory that matched "Where do I live now?" by
+    its words about cars lends nothing to a later one about cars) lends its
+    relevance, times how alike the two are, to each later memory about the
+    same subject and aspect at least SUCCESSOR_MIN_SIMILARITY alike it; a
+    memory no leg found joins ``scored`` (and ``vectors``) so. A memory that
+    joined so replaces nothing: a later memory about the same aspect is not
+    always a new value of the same fact (the salary, then "talks about work
+    with enthusiasm"), so it only competes, and wins when the older one's
+    age (the lean below) costs it more than their likeness.
+    """
+    olders = [item for item in lenders if item.memory.type in SUPERSEDABLE_TYPES]
+    if not olders:
+        return
+    found, found_vectors = successors_of([item.memory for item in olders])
+    by_id = {item.memory.pk: item for item in scored}
+    for older in olders:
+        for memory in found.get(older.memory.pk, ()):
+            likeness = cosine(vectors.get(older.memory.pk), found_vectors.get(memory.pk))
+            if likeness is None or likeness < SUCCESSOR_MIN_SIMILARITY:
+                continue
+            item = by_id.get(memory.pk)
+            if item is None:
+                vectors[memory.pk] = found_vectors[memory.pk]
+                item = ScoredMemory(
+                    memory=memory,
+                    score=0.0,
+                    parts={
+                        "ranks": {},
+                        "relevance": 0.0,
+                        "decay": decay(memory, as_of, profile),
+                        "weight": type_weight(memory.type, profile),
+                    },
+                )
+                scored.append(item)
+                by_id[memory.pk] = item
+            lent = older.parts["relevance"] * likeness
+            if lent > item.parts["relevance"]:
+                item.parts.update(
+                    relevance=lent, successor_of=older.memory.pk, successor_likeness=likeness
+                )
+                item.score = lent * item.parts["decay"] * item.parts["weight"]
 
 
 def _vector(memory: Memory) -> list[float] | None:

@@ -7,12 +7,13 @@ import math
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import partial
 
 from django.conf import settings
 from django.utils import timezone
 
 from memories.models import MemoryType
-from retrieval.candidates import load_candidates
+from retrieval.candidates import load_candidates, load_successors
 from retrieval.constants import (
     LEG_LIMIT,
     LEGS,
@@ -195,6 +196,13 @@ def _fused(
     memories, vectors = load_candidates(
         owner_id, ids, as_of, replaying=replaying, vectors=needs_vectors
     )
+    # A question about now may be answered by a memory no leg found: the one
+    # that replaced a good candidate (retrieval.fusion._join_successors).
+    successors_of = (
+        partial(load_successors, owner_id, as_of=as_of, replaying=replaying)
+        if needs_vectors and profile.current_state
+        else None
+    )
     return fuse(
         rankings,
         memories,
@@ -203,6 +211,7 @@ def _fused(
         query=query,
         query_embedding=query_embedding,
         vectors=vectors,
+        successors_of=successors_of,
     )
 
 

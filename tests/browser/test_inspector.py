@@ -13,6 +13,7 @@ from tests.base import make_memory
 from tests.browser.conftest import LAPTOP, PHONE, log_in, new_page, screenshot
 from tests.browser.walk import COFFEE_QUESTION, seed_walk
 from tests.fakes.openai_server import deterministic_vector
+from tests.retrieval.helpers import axis, vector
 
 pytestmark = pytest.mark.browser
 
@@ -164,3 +165,50 @@ def test_it_replays_the_store_as_it_stood(browser, live_server, owner, viewport)
     expect(block).not_to_contain_text("Braga")
     expect(block).not_to_contain_text("Lisbon")
     assert not RetrievalStamp.objects.exists()
+
+
+MANAGER_QUESTION = "Who is my manager now?"
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_it_says_which_memory_answered_for_the_one_it_replaced(
+    browser, live_server, owner, openai_embeddings, viewport
+):
+    about_manager = {
+        "about_subject": "self",
+        "about_kind": "self",
+        "about_aspect": "manager",
+        "about_set_by": "owner",
+    }
+    now = timezone.now()
+    older = make_memory(
+        owner,
+        "Her manager at Fernwood is Hannah Ostrowski, the Head of Design.",
+        created_at=now - timedelta(days=700),
+        embedding=axis(0),
+        **about_manager,
+    )
+    later = make_memory(
+        owner,
+        "At Loomwork she reports to Tobi Mensah, the VP of Design.",
+        created_at=now - timedelta(days=30),
+        embedding=vector((0, 0.5), (7, 0.866)),
+        **about_manager,
+    )
+    # The question means what the older memory says.
+    openai_embeddings.vectors[MANAGER_QUESTION] = axis(0)
+    page = new_page(browser, viewport=viewport)
+    log_in(page, live_server)
+    ask(page, live_server, MANAGER_QUESTION)
+
+    first = page.locator("[data-candidate]").first
+    expect(first).to_have_attribute("data-candidate", str(later.pk))
+    expect(first.locator("[data-explain]")).to_contain_text(
+        f"as a later memory about your manager than #{older.pk}"
+    )
+    expect(first.locator(".score-steps")).to_contain_text(
+        f"#{older.pk}'s relevance × likeness 0.50"
+    )
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+    screenshot(page, f"inspector-later-memory-{viewport['width']}")
+    page.context.close()

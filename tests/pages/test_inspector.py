@@ -148,6 +148,29 @@ def test_it_says_when_the_question_asked_how_things_stand_now():
     assert any("asked how things stand now" in step for step in steps)
 
 
+def test_it_says_a_memory_was_found_as_the_later_one_about_what_was_matched():
+    parts = {"ranks": {}, "relevance": 1.5, "decay": 1.0, "weight": 1.0, "final": 1.2}
+    parts.update(successor_of=9, successor_likeness=0.377, current_state=0.8)
+    item = scored(parts, age_days=30, position=0)
+    item.memory.about_subject = item.memory.about_kind = "self"
+    item.memory.about_aspect = "manager"
+    text = sentence("fusion", item, Evidence(), NOW, packed=3)
+    assert text.startswith("Found as a later memory about your manager than #9; ")
+    steps = fusion_steps(item, DEFAULT_PROFILE)
+    assert (
+        "found as a later memory about your manager than #9:"
+        " #9's relevance × likeness 0.38 → 1.50" in steps
+    )
+    # Found by a leg as well: both are said.
+    parts = default_parts({"vector": 0.4}, {"vector": 6}, successor_of=9, successor_likeness=0.4)
+    both = scored(parts, age_days=30, position=0)
+    both.memory.about_subject = both.memory.about_kind = "self"
+    both.memory.about_aspect = "manager"
+    assert sentence("fusion", both, Evidence(), NOW, packed=3).startswith(
+        "Found by meaning and as a later memory about your manager than #9; "
+    )
+
+
 def test_it_shows_what_a_memory_about_the_asked_aspect_gained():
     parts = default_parts({"vector": 2.0}, {"vector": 1}, current_state=0.5)
     parts.update(asked_aspect="home", asked_factor=1.25, final=parts["final"] * 1.25)
@@ -276,9 +299,11 @@ def test_it_writes_the_legend_from_the_constants(monkeypatch):
     assert f"Halves every {SEED_PROFILE.decay_half_life_days:g} days" in seed["Age"].text
 
     monkeypatch.setattr("memories.inspector.SUPERSEDED_FACTOR", 0.25)
+    monkeypatch.setattr("memories.inspector.SUCCESSOR_MIN_SIMILARITY", 0.35)
     default = {entry.term: entry for entry in legend("fusion", "default")}
     low, high = DEFAULT_PROFILE.semantic_gate
     assert "× 0.25" in default["Age"].text
+    assert "at least 0.35 alike it, joins even if no search found it" in default["Age"].text
     assert f"clip((similarity − {low:g}) ÷ {high - low:g}, 0, 1)" == default["Meaning gate"].formula
     assert f"{DEFAULT_PROFILE.relative_cut:.0%} of the best" in default["Cut"].text
     assert (

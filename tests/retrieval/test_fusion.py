@@ -9,6 +9,7 @@ from retrieval.constants import (
     CURRENT_STATE_HALF_LIFE_DAYS,
     DEFAULT_PROFILE,
     SEED_PROFILE,
+    SUCCESSOR_MIN_SIMILARITY,
     SUPERSEDED_FACTOR,
 )
 from retrieval.fusion import (
@@ -375,6 +376,102 @@ def test_it_never_takes_an_event_for_out_of_date():
         query_embedding=[1.0, 0.0],
     )
     assert all("superseded_by_newer" not in item.parts for item in kept)
+
+
+def about(memory: Memory, aspect: str) -> Memory:
+    """``memory`` as the owner's, about ``aspect`` (as the rules or the owner set it)."""
+    memory.about_subject = memory.about_kind = "self"
+    memory.about_aspect = aspect
+    memory.about_set_by = "owner"
+    return memory
+
+
+def with_successors(*, older: Memory, later: list[Memory], query: str, calls=None):
+    """Fuse ``older`` (the vector leg's best) among fillers, the store holding
+    ``later`` as what was written after it about the same subject and aspect."""
+    fillers = {pk: memory(pk, days=300, embedding=[0.0, 1.0, 0.0]) for pk in (3, 4, 5)}
+
+    def successors_of(olders):
+        if calls is not None:
+            calls.append([item.pk for item in olders])
+        found = {item.pk: list(later) for item in olders if item.pk == older.pk}
+        return found, {item.pk: item.embedding for item in later}
+
+    return fuse(
+        {"vector": [(older.pk, 0.9), (3, 0.1), (4, 0.1), (5, 0.1)]},
+        {older.pk: older, **fillers},
+        AS_OF,
+        profile=DEFAULT_PROFILE,
+        query=query,
+        query_embedding=[1.0, 0.0, 0.0],
+        successors_of=successors_of,
+    )
+
+
+def test_a_later_memory_no_leg_found_answers_what_its_predecessor_matched():
+    older = about(
+        memory(1, days=600, embedding=[1.0, 0.0, 0.0], content="Manager: Hannah."), "manager"
+    )
+    # 0.5 alike the older memory; nothing in it the question's words or meaning find.
+    later = about(
+        memory(9, days=20, embedding=[0.5, 0.0, 0.866], content="Reports to Tobi."), "manager"
+    )
+    kept, _ = with_successors(older=older, later=[later], query="Who is my manager now?")
+    assert kept[0].memory.pk == 9
+    parts = {item.memory.pk: item.parts for item in kept}
+    assert parts[9]["successor_of"] == 1
+    assert parts[9]["successor_likeness"] == pytest.approx(0.5, abs=1e-3)
+    assert parts[9]["relevance"] == pytest.approx(parts[1]["relevance"] * 0.5, rel=1e-3)
+    assert parts[9]["ranks"] == {}
+    # Lent relevance is no sign of a replacement: the older memory only loses by its age.
+    assert "superseded_by_newer" not in parts[1]
+
+
+def test_a_later_memory_too_unlike_its_predecessor_does_not_join():
+    older = about(
+        memory(1, days=600, embedding=[1.0, 0.0, 0.0], content="Manager: Hannah."), "manager"
+    )
+    likeness = SUCCESSOR_MIN_SIMILARITY - 0.05
+    later = about(
+        memory(9, days=20, embedding=[likeness, 0.0, (1 - likeness**2) ** 0.5]), "manager"
+    )
+    kept, cut = with_successors(older=older, later=[later], query="Who is my manager now?")
+    assert 9 not in {item.memory.pk for item in [*kept, *cut]}
+    assert kept[0].memory.pk == 1
+
+
+def test_a_memory_matched_by_another_aspect_than_asked_lends_nothing():
+    # "Where do I live now?" names the home; the best match is about the car.
+    older = about(
+        memory(1, days=600, embedding=[1.0, 0.0, 0.0], content="No licence; living in London."),
+        "car",
+    )
+    later = about(memory(9, days=20, embedding=[0.6, 0.0, 0.8], content="Uses Zipcar."), "car")
+    kept, cut = with_successors(older=older, later=[later], query="Where do I live now?")
+    assert 9 not in {item.memory.pk for item in [*kept, *cut]}
+
+
+def test_a_later_memory_about_the_same_aspect_does_not_outrank_a_recent_answer():
+    # The salary, then a remark about work (both "job"): the remark is less alike
+    # than the salary's own match, and the salary is recent, so it stays first.
+    older = about(memory(1, days=60, embedding=[1.0, 0.0, 0.0], content="Salary is €2,050."), "job")
+    later = about(memory(9, days=20, embedding=[0.42, 0.0, 0.907], content="Enjoys work."), "job")
+    kept, _ = with_successors(older=older, later=[later], query="What is my salary currently?")
+    assert [item.memory.pk for item in kept][:2] == [1, 9]
+    assert "superseded_by_newer" not in kept[0].parts
+
+
+def test_the_store_is_not_asked_for_later_memories_unless_the_question_is_about_now():
+    older = about(
+        memory(1, days=600, embedding=[1.0, 0.0, 0.0], content="Manager: Hannah."), "manager"
+    )
+    later = about(memory(9, days=20, embedding=[0.5, 0.0, 0.866]), "manager")
+    calls: list = []
+    kept, _ = with_successors(older=older, later=[later], query="Who was my manager?", calls=calls)
+    assert calls == []
+    assert 9 not in {item.memory.pk for item in kept}
+    with_successors(older=older, later=[later], query="Who is my manager now?", calls=calls)
+    assert calls and 1 in calls[0]
 
 
 def test_settings_accept_exactly_the_profiles_there_are():

@@ -1,0 +1,115 @@
+"""A question about now, answered by the memory that replaced the one it matched.
+
+Through ``recall()`` on PostgreSQL: the later memory is read from the store by
+subject and aspect (retrieval.candidates.load_successors), not found by a leg.
+"""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from retrieval.recall import recall
+from tests.base import make_memory
+from tests.retrieval.helpers import axis, vector
+
+ABOUT_MANAGER = {
+    "about_subject": "self",
+    "about_kind": "self",
+    "about_aspect": "manager",
+    "about_set_by": "owner",
+}
+
+
+def manager_history(owner, *, later_days_ago: float = 30):
+    now = timezone.now()
+    older = make_memory(
+        owner,
+        "Her manager at Fernwood is Hannah Ostrowski, the Head of Design.",
+        created_at=now - timedelta(days=700),
+        embedding=axis(0),
+        **ABOUT_MANAGER,
+    )
+    # Half alike the older memory, and nothing like the question: no leg finds it.
+    later = make_memory(
+        owner,
+        "At Loomwork she reports to Tobi Mensah, the VP of Design.",
+        created_at=now - timedelta(days=later_days_ago),
+        embedding=vector((0, 0.5), (7, 0.866)),
+        **ABOUT_MANAGER,
+    )
+    for index in range(3):
+        make_memory(
+            owner,
+            f"Waters the garden on day {index} of the week.",
+            created_at=now - timedelta(days=300),
+            embedding=axis(20 + index),
+        )
+    return older, later
+
+
+def ask(owner, query: str, **options):
+    """Recall by the text leg alone: it finds the older memory ("manager"), never
+    the later one, which can only join as what replaced it."""
+    return recall(
+        owner, query, query_embedding=axis(0), legs=["text"], explain=True, dry_run=True, **options
+    )
+
+
+@pytest.mark.django_db
+def test_the_memory_that_replaced_the_match_answers_a_question_about_now(alice):
+    older, later = manager_history(alice)
+    result = ask(alice, "Who is my manager now?")
+    assert result.memories[0].memory.pk == later.pk
+    parts = result.memories[0].parts
+    assert parts["successor_of"] == older.pk
+    assert parts["successor_likeness"] == pytest.approx(0.5, abs=1e-3)
+    assert parts["ranks"] == {}
+
+
+@pytest.mark.django_db
+def test_a_question_about_the_past_keeps_the_memory_it_matched(alice):
+    older, later = manager_history(alice)
+    result = ask(alice, "Who was my manager at Fernwood?")
+    assert result.memories[0].memory.pk == older.pk
+    assert later.pk not in {item.memory.pk for item in [*result.memories, *result.cut]}
+
+
+@pytest.mark.django_db
+def test_a_replay_of_the_past_knows_nothing_written_after_it(alice):
+    older, later = manager_history(alice, later_days_ago=30)
+    result = ask(alice, "Who is my manager now?", as_of=timezone.now() - timedelta(days=60))
+    assert result.memories[0].memory.pk == older.pk
+    assert later.pk not in {item.memory.pk for item in [*result.memories, *result.cut]}
+
+
+@pytest.mark.django_db
+def test_another_owners_later_memory_never_joins(alice, bob):
+    older = make_memory(
+        alice,
+        "Her manager at Fernwood is Hannah Ostrowski, the Head of Design.",
+        created_at=timezone.now() - timedelta(days=700),
+        embedding=axis(0),
+        **ABOUT_MANAGER,
+    )
+    bobs = make_memory(
+        bob,
+        "At Loomwork he reports to Tobi Mensah, the VP of Design.",
+        created_at=timezone.now() - timedelta(days=30),
+        embedding=vector((0, 0.9), (7, 0.436)),
+        **ABOUT_MANAGER,
+    )
+    result = ask(alice, "Who is my manager now?")
+    found = {item.memory.pk for item in [*result.memories, *result.cut]}
+    assert older.pk in found
+    assert bobs.pk not in found
+
+
+@pytest.mark.django_db
+def test_a_later_memory_no_longer_active_never_joins(alice):
+    older, later = manager_history(alice)
+    later.status = "archived"
+    later.save(update_fields=["status"])
+    result = ask(alice, "Who is my manager now?")
+    assert result.memories[0].memory.pk == older.pk
+    assert later.pk not in {item.memory.pk for item in [*result.memories, *result.cut]}
