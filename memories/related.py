@@ -34,6 +34,7 @@ import json
 import logging
 import math
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -488,7 +489,7 @@ _CORRECTION = re.compile(r",\s*not\b|\bactually\b|\bcorrect(?:ion|ed)\b|\binstea
 def _values_only_in(values: set[str], others: set[str]) -> bool:
     """A value of ``values`` that ``others`` do not name, in any form ("Toronto"
     and "Toronto's", "4" and "4th" are one value)."""
-    return any(not any(_same_word(value, other) for other in others) for value in values)
+    return bool(_unmatched(values, others))
 
 
 # What sets a choice against another: "… than / over / rather than / instead of
@@ -563,7 +564,9 @@ _CHOICE_FILLER = frozenset(
 )
 
 
-def _sides_of_choice(text: str) -> tuple[set[str], set[str]]:
+# A candidate meets every probe of a create or a queue page: read each text once.
+@lru_cache(maxsize=4096)
+def _sides_of_choice(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """(the words of the side chosen, the words of the side set aside); the
     second is empty when the text sets nothing aside."""
     match = _SET_AGAINST.search(text)
@@ -571,16 +574,16 @@ def _sides_of_choice(text: str) -> tuple[set[str], set[str]]:
         after = [m for m in _TO.finditer(text) if not _PREFERS_TO.search(text[: m.start()])]
         match = after[-1] if after else None
     if match is None:
-        return _choice_words(text), set()
+        return _choice_words(text), frozenset()
     return _choice_words(text[: match.start()]), _choice_words(text[match.end() :])
 
 
-def _choice_words(text: str) -> set[str]:
-    return {
+def _choice_words(text: str) -> frozenset[str]:
+    return frozenset(
         word
         for word in (w.lower().replace("’", "'") for w in re.findall(r"[\w'’-]+", text))
         if len(word) > 2 and word not in _CHOICE_FILLER
-    }
+    )
 
 
 def reversed_choice(old_text: str, new_text: str) -> bool:
@@ -590,10 +593,7 @@ def reversed_choice(old_text: str, new_text: str) -> bool:
     old_chosen, old_aside = _sides_of_choice(old_text)
     new_chosen, new_aside = _sides_of_choice(new_text)
 
-    def meet(first: set[str], second: set[str]) -> bool:
-        return any(_same_word(a, b) for a in first for b in second)
-
-    return meet(old_chosen, new_aside) or meet(old_aside, new_chosen)
+    return _meet(old_chosen, new_aside) or _meet(old_aside, new_chosen)
 
 
 def _plain_values(values: set[str]) -> set[str]:
@@ -607,9 +607,35 @@ def _merge_prefixes(words: set[str]) -> set[str]:
     return {word for word in words if not any(o != word and word.startswith(o) for o in words)}
 
 
-def _same_word(first: str, second: str) -> bool:
-    shorter, longer = sorted((first, second), key=len)
-    return len(shorter) >= 4 and longer.startswith(shorter) or first == second
+def _unmatched(words: Iterable[str], others: Iterable[str]) -> set[str]:
+    """The words of ``words`` that are no word of ``others``: one word is
+    another when they are equal or one is the other's stem of four letters or
+    more ("allerg", "allergi"; "Toronto" and "Toronto's").
+
+    A create compares its text with some thirty candidates: each word is
+    looked up in a set, a tuple of stems and a sorted list, not compared with
+    every other word.
+    """
+    others = frozenset(others)
+    stems = tuple(other for other in others if len(other) >= 4)
+    ordered = sorted(others)
+    left: set[str] = set()
+    for word in words:
+        if word in others or word.startswith(stems):
+            continue
+        if len(word) >= 4:
+            # The first of ``others`` at or after ``word`` starts with it if any does.
+            index = bisect_left(ordered, word)
+            if index < len(ordered) and ordered[index].startswith(word):
+                continue
+        left.add(word)
+    return left
+
+
+def _meet(first: Iterable[str], second: Iterable[str]) -> bool:
+    """A word of ``first`` is a word of ``second`` (as ``_unmatched`` says)."""
+    first = set(first)
+    return len(_unmatched(first, second)) < len(first)
 
 
 def _about_signals(
@@ -626,8 +652,8 @@ def _about_signals(
 ) -> dict:
     if old_about is None or new_about is None:
         return {}
-    old_only = {w for w in old_lex if not any(_same_word(w, o) for o in new_lex)}
-    new_only = {w for w in new_lex if not any(_same_word(w, o) for o in old_lex)}
+    old_only = _unmatched(old_lex, new_lex)
+    new_only = _unmatched(new_lex, old_lex)
     shared = (old_lex - old_only) - _FRAME_LEXEMES
     same_aspect = (
         None
@@ -646,9 +672,8 @@ def _about_signals(
     leading = _leading_words(old_text) | _leading_words(new_text)
     object_words = {
         w
-        for w in shared
-        if not any(_same_word(w, a) for a in aspect_words)
-        and not any(word.startswith(w[:4]) for word in leading)
+        for w in _unmatched(shared, aspect_words)
+        if not any(word.startswith(w[:4]) for word in leading)
     }
     shared_values = old_values & new_values
     if old_values - new_values and new_values - old_values and not shared_values:
@@ -688,15 +713,17 @@ def _about_signals(
     }
 
 
-def _leading_words(text: str) -> set[str]:
-    return {word.lower() for word in re.findall(r"[\w']+", text)[:2]}
+@lru_cache(maxsize=4096)
+def _leading_words(text: str) -> frozenset[str]:
+    return frozenset(word.lower() for word in re.findall(r"[\w']+", text)[:2])
 
 
-def _aspect_lexemes(aspect: str) -> set[str]:
+@lru_cache(maxsize=256)
+def _aspect_lexemes(aspect: str) -> frozenset[str]:
     """Rough stems of an aspect's own name ("allergy" -> "allerg"): a shared
     "allergic" says nothing of the object."""
     words = aspect.replace("preference:", " ").replace("-", " ").split()
-    return {word[: max(4, len(word) - 2)] for word in words}
+    return frozenset(word[: max(4, len(word) - 2)] for word in words)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ import math
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memories import related
 from memories.about import About
@@ -17,6 +19,8 @@ from memories.related import (
     SEE_ALSO,
     UPDATE,
     PairSignals,
+    _meet,
+    _unmatched,
     classify,
     find_related,
     related_for_memories,
@@ -370,3 +374,25 @@ def test_it_answers_empty_when_the_search_fails(alice, monkeypatch):
     monkeypatch.setattr(related, "_candidates", broken)
     found = find_related(alice, "Prefers a window seat.")
     assert found.related == [] and found.degraded == related.QUERY_FAILED
+
+
+def same_word(first: str, second: str) -> bool:
+    """The rule word by word: equal, or one the other's stem of four letters or more."""
+    shorter, longer = sorted((first, second), key=len)
+    return first == second or len(shorter) >= 4 and longer.startswith(shorter)
+
+
+# Short words over few letters, so that stems, equal words and near misses all occur.
+stem_words = st.text(alphabet="abcé'", min_size=1, max_size=7)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sets(stem_words, max_size=12), st.sets(stem_words, max_size=12))
+def test_unmatched_words_are_those_no_word_of_the_other_side_matches(words, others):
+    expected = {word for word in words if not any(same_word(word, other) for other in others)}
+    assert _unmatched(words, others) == expected
+    assert _meet(words, others) == any(same_word(w, o) for w in words for o in others)
+
+
+def test_a_stem_of_four_letters_matches_and_a_shorter_one_does_not():
+    assert _unmatched({"allerg", "cat", "toronto's"}, {"allergi", "cats", "toronto"}) == {"cat"}
