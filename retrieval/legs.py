@@ -438,11 +438,18 @@ def half_precision_error(dimensions: int) -> float:
 
 def nearest_active(cursor, owner_id: int, embedding: Sequence[float], limit: int) -> list[int]:
     """The ids of the owner's ``limit`` active memories nearest ``embedding``,
-    nearest first (equal distances by id), as a float32 scan of their rows
-    orders them, read through the half-precision covering index
-    (``_exact_nearest``). A create's related check gathers its candidates so."""
+    nearest first (equal distances by id), found as the vector leg finds them:
+    for an owner who dominates the table, through the shared graph; else as a
+    float32 scan of their rows orders them, read through the half-precision
+    covering index (``_exact_nearest``). A create's related check gathers its
+    candidates so (an exact scan of 100,000 vectors cost it ~290 ms of
+    PostgreSQL's CPU a create)."""
     where = "m.owner_id = %(owner_id)s AND m.status = 'active'"
     params = {"owner_id": owner_id, "limit": limit, "embedding": vector_text(embedding)}
+    if _owner_dominates(cursor, owner_id):
+        nearest = _approximate_nearest(cursor, where, params, len(embedding))
+        if len(nearest) >= limit:
+            return [memory_id for memory_id, _ in nearest]
     return [memory_id for memory_id, _ in _exact_nearest(cursor, where, params, len(embedding))]
 
 

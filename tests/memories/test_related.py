@@ -6,7 +6,7 @@ import math
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +33,7 @@ from memories.related_evaluation import (
     load_pairs,
     signals_of,
 )
+from retrieval import legs
 from tests.base import make_memory
 from tests.fakes.openai_server import EMBEDDINGS, Answer
 
@@ -396,3 +397,46 @@ def test_unmatched_words_are_those_no_word_of_the_other_side_matches(words, othe
 
 def test_a_stem_of_four_letters_matches_and_a_shorter_one_does_not():
     assert _unmatched({"allerg", "cat", "toronto's"}, {"allergi", "cats", "toronto"}) == {"cat"}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("dominant", [False, True], ids=["exact scan", "through the graph"])
+def test_an_owner_who_dominates_the_table_gets_candidates_from_the_graph(
+    alice, bob, openai_embeddings, monkeypatch, dominant
+):
+    # Bob's memories lie right on the text; Alice's own near one must be found.
+    Memory.objects.bulk_create(
+        Memory(
+            owner=bob,
+            content=f"Bob's note {index}.",
+            type="semantic",
+            status=Memory.Status.ACTIVE,
+            embedding=[1.0, 0.001 * index] + [0.0] * 382,
+        )
+        for index in range(200)
+    )
+    bikes = make_memory(alice, "Bikes to the office.", embedding=[0.99, 0.0, 0.141] + [0.0] * 381)
+    for index in range(20):
+        make_memory(
+            alice,
+            f"Waters plant {index}.",
+            embedding=[0.0] * (10 + index) + [1.0] + [0.0] * (373 - index),
+        )
+    openai_embeddings.vectors["Cycles to work."] = [1.0] + [0.0] * 383
+    if dominant:
+        monkeypatch.setattr(legs, "VECTOR_EXACT_SCAN_MAX_ROWS", 0)
+        monkeypatch.setattr(legs, "HNSW_MIN_OWNER_SHARE", 0.0)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+        assert legs._owner_dominates(cursor, alice.pk) is dominant
+    walks = []
+    approximate = legs._approximate_nearest
+    monkeypatch.setattr(
+        legs, "_approximate_nearest", lambda *args: walks.append(1) or approximate(*args)
+    )
+
+    found = find_related(alice, "Cycles to work.")
+
+    assert [r.memory for r in found.related][:1] == [bikes]
+    assert all(r.memory.owner_id == alice.pk for r in found.related)
+    assert len(walks) == (1 if dominant else 0)
