@@ -13,7 +13,7 @@ from tests.base import make_memory
 from tests.browser.conftest import LAPTOP, PHONE, log_in, new_page, screenshot
 from tests.browser.walk import COFFEE_QUESTION, seed_walk
 from tests.fakes.openai_server import deterministic_vector
-from tests.retrieval.helpers import axis, vector
+from tests.retrieval.helpers import axis, manager_history
 
 pytestmark = pytest.mark.browser
 
@@ -174,27 +174,7 @@ MANAGER_QUESTION = "Who is my manager now?"
 def test_it_says_which_memory_answered_for_the_one_it_replaced(
     browser, live_server, owner, openai_embeddings, viewport
 ):
-    about_manager = {
-        "about_subject": "self",
-        "about_kind": "self",
-        "about_aspect": "manager",
-        "about_set_by": "owner",
-    }
-    now = timezone.now()
-    older = make_memory(
-        owner,
-        "Her manager at Fernwood is Hannah Ostrowski, the Head of Design.",
-        created_at=now - timedelta(days=700),
-        embedding=axis(0),
-        **about_manager,
-    )
-    later = make_memory(
-        owner,
-        "At Loomwork she reports to Tobi Mensah, the VP of Design.",
-        created_at=now - timedelta(days=30),
-        embedding=vector((0, 0.5), (7, 0.866)),
-        **about_manager,
-    )
+    older, later = manager_history(owner)
     # The question means what the older memory says.
     openai_embeddings.vectors[MANAGER_QUESTION] = axis(0)
     page = new_page(browser, viewport=viewport)

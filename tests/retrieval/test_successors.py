@@ -11,41 +11,7 @@ from django.utils import timezone
 
 from retrieval.recall import recall
 from tests.base import make_memory
-from tests.retrieval.helpers import axis, vector
-
-ABOUT_MANAGER = {
-    "about_subject": "self",
-    "about_kind": "self",
-    "about_aspect": "manager",
-    "about_set_by": "owner",
-}
-
-
-def manager_history(owner, *, later_days_ago: float = 30):
-    now = timezone.now()
-    older = make_memory(
-        owner,
-        "Her manager at Fernwood is Hannah Ostrowski, the Head of Design.",
-        created_at=now - timedelta(days=700),
-        embedding=axis(0),
-        **ABOUT_MANAGER,
-    )
-    # Half alike the older memory, and nothing like the question: no leg finds it.
-    later = make_memory(
-        owner,
-        "At Loomwork she reports to Tobi Mensah, the VP of Design.",
-        created_at=now - timedelta(days=later_days_ago),
-        embedding=vector((0, 0.5), (7, 0.866)),
-        **ABOUT_MANAGER,
-    )
-    for index in range(3):
-        make_memory(
-            owner,
-            f"Waters the garden on day {index} of the week.",
-            created_at=now - timedelta(days=300),
-            embedding=axis(20 + index),
-        )
-    return older, later
+from tests.retrieval.helpers import ABOUT_MANAGER, axis, manager_history, vector
 
 
 def ask(owner, query: str, **options):
