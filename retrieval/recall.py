@@ -24,7 +24,7 @@ from retrieval.constants import (
 )
 from retrieval.freshness import freshness_pipeline
 from retrieval.fusion import fuse
-from retrieval.legs import LegRequest, run_legs
+from retrieval.legs import LegRequest, run_legs, run_step
 from retrieval.lexemes import clean_query
 from retrieval.models import RetrievalStamp
 from retrieval.packing import pack
@@ -106,7 +106,14 @@ def recall(
         timings["legs"] = _ms_since(started) - timings["start"]
         _raise_if_nothing_searched(reports)
         candidates, cut = _fused(
-            owner_id, reports, as_of, fusion_profile, query, embedding, replaying=replaying
+            owner_id,
+            reports,
+            as_of,
+            fusion_profile,
+            query,
+            embedding,
+            replaying=replaying,
+            timeout=timeout,
         )
     else:
         candidates, reports = freshness_pipeline(
@@ -181,6 +188,7 @@ def _fused(
     query_embedding: Sequence[float] | None,
     *,
     replaying: bool = False,
+    timeout: float,
 ) -> tuple[list[ScoredMemory], list[ScoredMemory]]:
     rankings = {name: report.ranking() for name, report in reports.items() if report.ranked_ids}
     ids = {memory_id for ranked in rankings.values() for memory_id, _ in ranked}
@@ -199,7 +207,7 @@ def _fused(
     # A question about now may be answered by a memory no leg found: the one
     # that replaced a good candidate (retrieval.fusion._join_successors).
     successors_of = (
-        partial(load_successors, owner_id, as_of=as_of, replaying=replaying)
+        partial(_successors, owner_id, as_of=as_of, replaying=replaying, timeout=timeout)
         if needs_vectors and profile.current_state
         else None
     )
@@ -213,6 +221,17 @@ def _fused(
         vectors=vectors,
         successors_of=successors_of,
     )
+
+
+def _successors(owner_id: int, olders, *, as_of: datetime, replaying: bool, timeout: float):
+    """``load_successors`` under the legs' timeout: a lookup that fails or runs
+    late leaves the later memories out (``run_step`` logs why), never the answer."""
+    report, found = run_step(
+        "successors",
+        lambda cursor: load_successors(owner_id, olders, as_of, replaying=replaying),
+        timeout,
+    )
+    return found if report.status == "ok" else ({}, {})
 
 
 def _raise_if_nothing_searched(reports: dict[str, LegReport]) -> None:

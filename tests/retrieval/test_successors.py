@@ -7,8 +7,10 @@ subject and aspect (retrieval.candidates.load_successors), not found by a leg.
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
+from retrieval import recall as recall_module
 from retrieval.recall import recall
 from tests.base import make_memory
 from tests.retrieval.helpers import ABOUT_MANAGER, axis, manager_history, vector
@@ -79,3 +81,22 @@ def test_a_later_memory_no_longer_active_never_joins(alice):
     result = ask(alice, "Who is my manager now?")
     assert result.memories[0].memory.pk == older.pk
     assert later.pk not in {item.memory.pk for item in [*result.memories, *result.cut]}
+
+
+def _slow_lookup(owner_id, olders, as_of, *, replaying=False):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_sleep(5)")
+    return {}, {}
+
+
+@pytest.mark.django_db
+def test_a_lookup_that_runs_late_leaves_the_later_memory_out_not_the_answer(
+    alice, settings, monkeypatch, caplog
+):
+    older, later = manager_history(alice)
+    settings.LEG_TIMEOUT = 0.5
+    monkeypatch.setattr(recall_module, "load_successors", _slow_lookup)
+    result = ask(alice, "Who is my manager now?")
+    assert result.memories[0].memory.pk == older.pk
+    assert later.pk not in {item.memory.pk for item in [*result.memories, *result.cut]}
+    assert "recall step successors timeout" in caplog.text
