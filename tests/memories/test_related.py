@@ -6,7 +6,7 @@ import math
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -416,19 +416,18 @@ def test_an_owner_who_dominates_the_table_gets_candidates_from_the_graph(
         for index in range(200)
     )
     bikes = make_memory(alice, "Bikes to the office.", embedding=[0.99, 0.0, 0.141] + [0.0] * 381)
-    for index in range(20):
+    # Her other memories lie near the text too, so a walk meets hers first
+    # whatever else the shared graph holds (rows other tests rolled back).
+    for index in range(12):
         make_memory(
             alice,
             f"Waters plant {index}.",
-            embedding=[0.0] * (10 + index) + [1.0] + [0.0] * (373 - index),
+            embedding=[0.7] + [0.0] * (10 + index) + [0.714] + [0.0] * (372 - index),
         )
     openai_embeddings.vectors["Cycles to work."] = [1.0] + [0.0] * 383
-    if dominant:
-        monkeypatch.setattr(legs, "VECTOR_EXACT_SCAN_MAX_ROWS", 0)
-        monkeypatch.setattr(legs, "HNSW_MIN_OWNER_SHARE", 0.0)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memories_memory")
-        assert legs._owner_dominates(cursor, alice.pk) is dominant
+    # Not through ANALYZE and the owner's share: the planner's statistics it
+    # writes outlive the test's transaction, and other tests read them.
+    monkeypatch.setattr(legs, "_owner_dominates", lambda *args, **kwargs: dominant)
     walks = []
     approximate = legs._approximate_nearest
     monkeypatch.setattr(
