@@ -151,7 +151,8 @@ SUPERSEDED_FACTOR = 0.3
 #   least SUCCESSOR_MIN_SIMILARITY alike the older memory's answers what it
 #   answered ("Who is my manager now?" matched the old manager's memory; the
 #   new one names another person), so it joins the candidates with the older
-#   one's relevance times that likeness; it replaces nothing (fusion's
+#   one's relevance times that likeness; a lent place replaces nothing unless
+#   the legs ranked that memory among the best five too (fusion's
 #   _join_successors). On the labelled pairs' dev split
 #   (tests/memories/data/about-pairs.json) 47 of 49 updates are at least 0.3
 #   alike; what keeps a neighbouring topic out is the aspect, not this floor;

@@ -396,11 +396,12 @@ def _join_successors(
     its words about cars lends nothing to a later one about cars) lends its
     relevance, times how alike the two are, to each later memory about the
     same subject and aspect at least SUCCESSOR_MIN_SIMILARITY alike it; a
-    memory no leg found joins ``scored`` (and ``vectors``) so. A memory that
-    joined so replaces nothing: a later memory about the same aspect is not
-    always a new value of the same fact (the salary, then "talks about work
-    with enthusiasm"), so it only competes, and wins when the older one's
-    age (the lean below) costs it more than their likeness.
+    memory no leg found joins ``scored`` (and ``vectors``) so. A lent place
+    replaces nothing (only what the legs ranked best may replace): a later
+    memory about the same aspect is not always a new value of the same fact
+    (the salary, then "talks about work with enthusiasm"), so it only
+    competes, and wins when the older one's age (the lean below) costs it
+    more than their likeness.
     """
     olders = [item for item in lenders if item.memory.type in SUPERSEDABLE_TYPES]
     if not olders:
