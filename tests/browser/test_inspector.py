@@ -172,8 +172,12 @@ MANAGER_QUESTION = "Who is my manager now?"
 
 @pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
 def test_it_says_which_memory_answered_for_the_one_it_replaced(
-    browser, live_server, owner, openai_embeddings, viewport
+    browser, live_server, owner, openai_embeddings, settings, viewport
 ):
+    # The question's embedding must arrive, however busy the machine: without
+    # it no later memory can join (none of this tests slowness).
+    settings.EMBEDDING_TIMEOUT = 60.0
+    settings.LEG_TIMEOUT = 60.0
     older, later = manager_history(owner)
     # The question means what the older memory says.
     openai_embeddings.vectors[MANAGER_QUESTION] = axis(0)

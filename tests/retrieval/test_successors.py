@@ -16,6 +16,13 @@ from tests.base import make_memory
 from tests.retrieval.helpers import ABOUT_MANAGER, axis, manager_history, vector
 
 
+@pytest.fixture(autouse=True)
+def generous_leg_timeout(settings):
+    """A busy machine must not time a leg or the lookup out: only the test of a
+    late lookup sets a budget, and the statement it sends outlasts it tenfold."""
+    settings.LEG_TIMEOUT = 60.0
+
+
 def ask(owner, query: str, **options):
     """Recall by the text leg alone: it finds the older memory ("manager"), never
     the later one, which can only join as what replaced it."""
