@@ -1,7 +1,8 @@
 """Both listeners answer each connection once and close it, so that waiting
 requests queue in the listening socket for whichever worker frees a thread
 first, not behind the worker a kept-alive connection first reached
-(``WEB_CONNECTIONS_PER_WORKER`` in memories/management/commands/serve.py)."""
+(``--worker-connections`` equal to ``--threads`` in
+memories/management/commands/serve.py)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,24 @@ def answers_once_and_closes(base: str, path: str, headers: dict[str, str]) -> li
     return [line for line in received.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")]
 
 
+def public_site_options(service) -> list[list[str]]:
+    """The command lines of the public site's gunicorn processes (master and workers)."""
+    return [
+        process.cmdline()
+        for process in service.children()
+        if "timothy.wsgi:application" in process.cmdline()
+    ]
+
+
 def test_each_answer_closes_its_connection(start_service):
-    service = start_service(TIMOTHY_WEB_WORKERS="2")
+    service = start_service(TIMOTHY_WEB_WORKERS="2", TIMOTHY_WEB_THREADS="3")
+    command_lines = public_site_options(service)
+    assert command_lines
+    for command in command_lines:
+        # TIMOTHY_WEB_THREADS sets the threads, and each thread takes one connection.
+        assert command[command.index("--threads") + 1] == "3", command
+        assert command[command.index("--worker-connections") + 1] == "3", command
+        assert command[command.index("--workers") + 1] == "2", command
     session = api(service)
     for _ in range(3):
         response = session.get(service.base + "/v1/memories", timeout=HTTP_TIMEOUT)

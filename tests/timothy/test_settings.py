@@ -58,6 +58,7 @@ def manage_check(*options: str, **variables: str) -> subprocess.CompletedProcess
             "TIMOTHY_RECALL_TIMEOUT is 'ten'; it must be a number.",
         ),
         ({"TIMOTHY_LEG_TIMEOUT": "0"}, "TIMOTHY_LEG_TIMEOUT is 0; it must be more than 0."),
+        ({"TIMOTHY_WEB_THREADS": "0"}, "TIMOTHY_WEB_THREADS is 0; it must be at least 1."),
         ({"DEBUG": "ture"}, "DEBUG is 'ture'; use one of 1, true, yes, on, 0, false, no, off"),
         ({"TIMOTHY_EMBEDDING_PROVIDER": "opneai"}, "TIMOTHY_EMBEDDING_PROVIDER is 'opneai'"),
         ({"TIMOTHY_PUBLIC_ADDR": "8000"}, "TIMOTHY_PUBLIC_ADDR is '8000'; it must be host:port"),

@@ -40,7 +40,6 @@ from bench.management.commands.bench_recall import (
     percentile,
 )
 from bench.management.commands.bench_recall import Command as BenchRecall
-from memories.management.commands.serve import WEB_THREADS
 from memories.models import ApiToken, Memory
 from retrieval.evaluation.scratch_database import ScratchRefused, scratch_database
 from timothy.drill import (
@@ -59,6 +58,8 @@ START_SECONDS = 300
 WARM_SEARCHES = 6
 # How long --min-requests may stretch the measured window.
 OVERTIME_SECONDS = 600
+# How often the CPU meter reads every process's CPU time.
+METER_SAMPLE_SECONDS = 1.0
 
 
 @dataclass
@@ -89,8 +90,10 @@ class CpuMeter:
     """CPU seconds used between ``start`` and ``stop`` by kind of process: serve's
     web workers, its background worker, its other processes, PostgreSQL (its
     own processes and the backends of ``database``, when the server is the
-    embedded one), and this process (the clients). A process that exits in
-    between takes its seconds with it."""
+    embedded one), and this process (the clients). ``sample`` is called every
+    ``METER_SAMPLE_SECONDS``: a process that exits in between (a database
+    connection past its CONN_MAX_AGE, an autovacuum worker) takes only the
+    seconds since the last sample with it."""
 
     def __init__(self, service: ServeProcess, database: str) -> None:
         self.service = service
@@ -126,12 +129,17 @@ class CpuMeter:
 
     def start(self) -> None:
         self._started = time.monotonic()
-        self._before = self._snapshot()
+        self._last = self._snapshot()
+
+    def sample(self) -> None:
+        current = self._snapshot()
+        for pid, (kind, seconds) in current.items():
+            self.used[kind] += seconds - self._last.get(pid, (kind, 0.0))[1]
+        self._last = current
 
     def stop(self) -> None:
+        self.sample()
         self.seconds = time.monotonic() - self._started
-        for pid, (kind, seconds) in self._snapshot().items():
-            self.used[kind] += seconds - self._before.get(pid, (kind, 0.0))[1]
 
 
 def _command(process: psutil.Process) -> str:
@@ -171,6 +179,12 @@ class Command(BaseCommand):
             type=int,
             default=settings.WEB_WORKERS,
             help="gunicorn worker processes, as make run (default 2)",
+        )
+        parser.add_argument(
+            "--web-threads",
+            type=int,
+            default=settings.WEB_THREADS,
+            help="threads per gunicorn worker, as make run (default 4)",
         )
         parser.add_argument("--database", default="timothy_load", help="scratch database name")
         parser.add_argument("--keep", action="store_true", help="keep the scratch database")
@@ -218,6 +232,7 @@ class Command(BaseCommand):
             DATABASE_URL=url,
             TIMOTHY_EMBEDDING_PROVIDER=settings.EMBEDDING_PROVIDER,
             TIMOTHY_WEB_WORKERS=str(options["web_workers"]),
+            TIMOTHY_WEB_THREADS=str(options["web_threads"]),
             TIMOTHY_WORKERS=str(settings.Q_CLUSTER["workers"]),
         )
         service = ServeProcess(env)
@@ -368,8 +383,12 @@ class Command(BaseCommand):
             """CPU seconds used over the measured window, by kind of process."""
             time.sleep(max(0.0, measure_from - time.monotonic()))
             meter.start()
+            next_sample = time.monotonic() + METER_SAMPLE_SECONDS
             while self.window_end is None and time.monotonic() < give_up_at + HTTP_TIMEOUT:
                 time.sleep(0.1)
+                if time.monotonic() >= next_sample:
+                    meter.sample()
+                    next_sample += METER_SAMPLE_SECONDS
             meter.stop()
 
         meter_thread = threading.Thread(target=metering, daemon=True)
@@ -411,7 +430,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"load: {options['clients']} clients for {seconds:g} s (after {options['warmup']:g} s "
             f"of warm-up), {options['write_share']:.0%} writes, against make run's gunicorn "
-            f"({options['web_workers']} workers x {WEB_THREADS} threads), "
+            f"({options['web_workers']} workers x {options['web_threads']} threads), "
             f"{stored:,} memories of {options['owners']} owner(s), "
             f"embeddings: {settings.EMBEDDING_PROVIDER}"
         )

@@ -50,7 +50,7 @@ from bench.measure import (
     percentile,
 )
 from memories.about import about_fields, derive_about, owner_names_of
-from memories.management.commands.serve import WEB_THREADS, public_site_command
+from memories.management.commands.serve import public_site_command
 from memories.models import ApiToken, Memory
 from retrieval.embeddings import LocalEmbeddingProvider, default_local_model_path
 from retrieval.evaluation.scratch_database import scratch_database
@@ -374,7 +374,7 @@ class Command(BaseCommand):
         threads = env.get("TIMOTHY_EMBEDDING_THREADS", settings.EMBEDDING_THREADS)
         self.stdout.write(
             f"server: {' '.join(command[2:])} (as `make run`), {options['web_workers']} "
-            f"worker(s) × {WEB_THREADS} threads; embeddings local, {runtime}, {threads} "
+            f"worker(s) × {settings.WEB_THREADS} threads; embeddings local, {runtime}, {threads} "
             f"thread(s) per process, query cache {'on' if options['query_cache'] else 'off'}"
         )
         return server

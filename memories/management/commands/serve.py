@@ -60,19 +60,6 @@ INTERNAL_LISTENER = "internal listener"
 WORKER = "worker"
 
 
-# Threads per gunicorn worker process.
-WEB_THREADS = 4
-# Each worker takes a connection only when one of its threads is free to
-# answer it, and closes it after the answer: the requests that wait, wait in
-# the listening socket's one queue, in the order they came, for whichever
-# worker frees a thread first. With kept-alive connections each client stays
-# with the worker it first reached, and the busier worker's clients wait
-# longer (32 clients split 14 / 18 waited 450 and 600 ms): bench_load's p95
-# fell from 977 to 608 ms (docs/reliability.md). A new connection to the
-# loopback address costs less than a millisecond.
-WEB_CONNECTIONS_PER_WORKER = WEB_THREADS
-
-
 def gunicorn_command(bind: str, workers: int, app: str, *, access_log: bool = True) -> list[str]:
     """The gunicorn command line of one listener (`bench_search` runs the same)."""
     return [
@@ -88,10 +75,18 @@ def gunicorn_command(bind: str, workers: int, app: str, *, access_log: bool = Tr
         bind,
         "--workers",
         str(workers),
+        # Each worker takes a connection only when one of its threads is free to
+        # answer it, and closes it after the answer: the requests that wait, wait in
+        # the listening socket's one queue, in the order they came, for whichever
+        # worker frees a thread first. With kept-alive connections each client stays
+        # with the worker it first reached, and the busier worker's clients wait
+        # longer (32 clients split 14 / 18 waited 450 and 600 ms): bench_load's p95
+        # fell from 977 to 608 ms (docs/reliability.md). A new connection to the
+        # loopback address costs less than a millisecond.
         "--threads",
-        str(WEB_THREADS),
+        str(settings.WEB_THREADS),
         "--worker-connections",
-        str(WEB_CONNECTIONS_PER_WORKER),
+        str(settings.WEB_THREADS),
         "--keep-alive",
         "0",
         app,
