@@ -906,6 +906,10 @@ ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
         r"\bworks? (?:from home|remotely|part[- ]time|full[- ]time|nights?|shifts?|weekends?|"
         r"(?:\w+ )?days? a week|mondays|tuesdays|wednesdays|thursdays|fridays|compressed)|"
         r"\boffice days?\b|\b(?:night|day|early|late|long) shifts?\b|\bdays? in the office\b|"
+        # "Goes into the Fernwood office three days a week".
+        r"\boffice\b[^.;]{0,25}\b(?:days? a week|(?:once|twice) a week)\b|"
+        r"\b(?:days? a week|(?:once|twice) a week)\b[^.;]{0,25}"
+        r"\b(?:in(?:to)?|at) the (?:\w+ )?office\b|"
         r"\bhybrid (?:work|working|schedule)\b|\bfour[- ]day week\b|\bworking hours\b|"
         r"\brota\b|\bon call\b|\bwfh\b|\b(?:my|his|her|their) shifts?\b",
     ),

@@ -263,6 +263,23 @@ def test_her_shifts_are_her_work_schedule():
     assert about("Her shifts run from 8pm until 8am.").aspect == "work-schedule"
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Goes into the Fernwood office three days a week, cycling about 25 minutes.",
+        "Two days a week he works at the Leeds office.",
+        "In the office once a week since the merger.",
+    ],
+)
+def test_days_a_week_at_the_office_are_a_work_schedule_whatever_else_is_said(text):
+    # Before, the first read as fitness ("cycling"): the schedule rule wanted "works".
+    assert about(text).aspect == "work-schedule"
+
+
+def test_an_office_without_days_a_week_is_not_a_work_schedule():
+    assert about("The office is closed on Fridays.").aspect != "work-schedule"
+
+
 def test_a_name_said_to_be_a_pet_is_a_pet():
     assert about("Kaisla is a blue budgie.").kind == PET
     assert about("Kaisla is a blue budgie.").subject == "Kaisla"
