@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import time
 from io import StringIO
+from types import SimpleNamespace
 
+import psutil
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
+from bench.management.commands.bench_load import METER_SAMPLE_SECONDS, CpuMeter
 from timothy.scratch import database_exists
 
 SCRATCH = "test_faults_load_smoke"
@@ -61,3 +67,35 @@ def test_it_loads_make_run_and_reports_latency_throughput_and_lost_writes():
 def test_it_refuses_the_services_own_database():
     with pytest.raises(CommandError, match="must not be the service's own"):
         call_command("bench_load", "--database", connection.settings_dict["NAME"])
+
+
+# A child that uses half a second of its own CPU, then exits; its parent stays.
+BURN = "import time\nwhile time.process_time() < 0.5: pass"
+PARENT = (
+    f"import subprocess, sys, time; subprocess.run([sys.executable, '-c', {BURN!r}]); "
+    "time.sleep(600)"
+)
+
+
+def test_the_cpu_meter_keeps_the_seconds_of_a_process_that_exits_in_the_window():
+    """As a database connection closed past CONN_MAX_AGE does: read only at the
+    start and the end, its seconds were lost."""
+    parent = subprocess.Popen([sys.executable, "-c", PARENT])
+    try:
+        service = SimpleNamespace(
+            process=parent, children=lambda: psutil.Process(parent.pid).children(recursive=True)
+        )
+        deadline = time.monotonic() + 120
+        while not service.children() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        meter = CpuMeter(service, "no_such_database")
+        meter.start()
+        while service.children() and time.monotonic() < deadline:
+            time.sleep(METER_SAMPLE_SECONDS / 20)
+            meter.sample()
+        meter.stop()
+        assert not service.children(), "the child should have finished its half second"
+        assert meter.used["serve, internal listener"] >= 0.25, meter.used
+    finally:
+        parent.kill()
+        parent.wait()
