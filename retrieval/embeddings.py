@@ -27,8 +27,8 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
+from retrieval.names import EMBEDDING_PRECISIONS, LOCAL_RUNTIMES
 from retrieval.names import EMBEDDING_PROVIDERS as PROVIDERS
-from retrieval.names import LOCAL_RUNTIMES
 from timothy import http_retry
 
 logger = logging.getLogger(__name__)
@@ -189,6 +189,7 @@ class LocalEmbeddingProvider:
         threads: int = 1,
         export_dir: Path | None = None,
         bulk: bool = False,
+        precision: str = "int8",
     ) -> None:
         if not (model_path / "modules.json").exists() and not (model_path / "config.json").exists():
             raise ImproperlyConfigured(
@@ -200,9 +201,16 @@ class LocalEmbeddingProvider:
                 f"TIMOTHY_EMBEDDING_RUNTIME is {runtime!r}; use one of: "
                 f"{', '.join(LOCAL_RUNTIMES)}."
             )
+        if precision not in EMBEDDING_PRECISIONS:
+            raise ImproperlyConfigured(
+                f"TIMOTHY_EMBEDDING_PRECISION is {precision!r}; use one of: "
+                f"{', '.join(EMBEDDING_PRECISIONS)}."
+            )
         self.model_path = model_path
         self.batch_size = max(1, batch_size)
         self.runtime = _usable_runtime(model_path, runtime)
+        # torch runs the weights as the folder has them.
+        self.precision = precision if self.runtime == "onnx" else "float32"
         self.threads = max(1, threads)
         self.export_dir = export_dir
         self.bulk = bulk
@@ -216,7 +224,8 @@ class LocalEmbeddingProvider:
     def __repr__(self) -> str:
         return (
             f"LocalEmbeddingProvider({str(self.model_path)!r}, {self.dimensions}-d, "
-            f"{self.runtime}, {self.threads} thread{'s' if self.threads > 1 else ''}"
+            f"{self.runtime} {self.precision}, "
+            f"{self.threads} thread{'s' if self.threads > 1 else ''}"
             f"{', bulk' if self.bulk else ''})"
         )
 
@@ -294,9 +303,10 @@ class LocalEmbeddingProvider:
                 started = time.monotonic()
                 self._model = self._load()
                 logger.info(
-                    "Loaded embedding model %s (%s, %d thread(s)) in %.1f s",
+                    "Loaded embedding model %s (%s %s, %d thread(s)) in %.1f s",
                     self.model_path,
                     self._model.runtime,
+                    self.precision,
                     self.threads,
                     time.monotonic() - started,
                 )
@@ -313,6 +323,7 @@ class LocalEmbeddingProvider:
                     threads=self.threads,
                     batch_size=self.batch_size,
                     bulk=self.bulk,
+                    precision=self.precision,
                 )
             except OnnxModelUnsupported as reason:
                 if not torch_installed():
@@ -444,6 +455,7 @@ def _settings_key() -> tuple:
         settings.EMBEDDING_BATCH_SIZE,
         settings.EMBEDDING_MAX_RETRIES,
         settings.EMBEDDING_RUNTIME,
+        settings.EMBEDDING_PRECISION,
         settings.EMBEDDING_THREADS,
         settings.EMBEDDING_QUERY_CACHE,
     )
@@ -504,6 +516,7 @@ def _build_provider(threads: int, bulk: bool) -> EmbeddingProvider | None:
             threads=threads,
             export_dir=Path(settings.DATA_DIR) / "models",
             bulk=bulk,
+            precision=settings.EMBEDDING_PRECISION,
         )
     raise ImproperlyConfigured(
         f"TIMOTHY_EMBEDDING_PROVIDER is {settings.EMBEDDING_PROVIDER!r}; "

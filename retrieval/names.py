@@ -11,3 +11,5 @@ PROFILE_NAMES = ("default", "seed")
 EMBEDDING_PROVIDERS = ("none", "openai", "local")
 # How the local provider runs its model.
 LOCAL_RUNTIMES = ("onnx", "torch")
+# How the onnx runtime keeps the linear layers' weights (retrieval/onnx_model.py).
+EMBEDDING_PRECISIONS = ("int8", "float32")

@@ -18,8 +18,9 @@ import numpy as np
 
 # TensorProto.DataType
 FLOAT = 1
+UINT8 = 2
 INT64 = 7
-_DATA_TYPES = {np.dtype(np.float32): FLOAT, np.dtype(np.int64): INT64}
+_DATA_TYPES = {np.dtype(np.float32): FLOAT, np.dtype(np.uint8): UINT8, np.dtype(np.int64): INT64}
 # AttributeProto.AttributeType
 _ATTRIBUTE_FLOAT, _ATTRIBUTE_INT, _ATTRIBUTE_INTS = 1, 2, 7
 
@@ -72,7 +73,14 @@ def make_attribute(name: str, value) -> bytes:
     raise TypeError(f"attribute {name}: {value!r} is not an int, a float or a list of ints")
 
 
-def make_node(op_type: str, inputs: list[str], outputs: list[str], name: str = "", **attributes):
+def make_node(
+    op_type: str,
+    inputs: list[str],
+    outputs: list[str],
+    name: str = "",
+    domain: str = "",
+    **attributes,
+):
     out = b"".join(_string(1, item) for item in inputs)
     out += b"".join(_string(2, item) for item in outputs)
     if name:
@@ -80,15 +88,17 @@ def make_node(op_type: str, inputs: list[str], outputs: list[str], name: str = "
     out += _string(4, op_type)
     for key in sorted(attributes):
         out += _bytes(5, make_attribute(key, attributes[key]))
+    if domain:
+        out += _string(7, domain)
     return out
 
 
 def from_array(array: np.ndarray, name: str) -> bytes:
-    """A TensorProto holding ``array`` (float32 or int64) as little-endian raw data."""
+    """A TensorProto holding ``array`` (float32, uint8 or int64) as little-endian raw data."""
     array = np.asarray(array)
     data_type = _DATA_TYPES.get(array.dtype)
     if data_type is None:
-        raise TypeError(f"tensor {name}: dtype {array.dtype} is not float32 or int64")
+        raise TypeError(f"tensor {name}: dtype {array.dtype} is not float32, uint8 or int64")
     out = b"".join(_int(1, dim) for dim in array.shape)
     out += _int(2, data_type) + _string(8, name)
     return out + _bytes(
@@ -119,8 +129,19 @@ def make_graph(
 
 
 def make_model(
-    graph: bytes, *, ir_version: int, opset: int, producer_name: str, producer_version: str
+    graph: bytes,
+    *,
+    ir_version: int,
+    opset: int,
+    producer_name: str,
+    producer_version: str,
+    domains: dict[str, int] | None = None,
 ) -> bytes:
-    """The serialised ModelProto: what ``onnx.save_model`` would write, for the default domain."""
+    """The serialised ModelProto: what ``onnx.save_model`` would write. ``opset``
+    is the default domain's; ``domains`` maps any other the nodes use (ONNX
+    Runtime's ``com.microsoft``) to its version."""
     out = _int(1, ir_version) + _string(2, producer_name) + _string(3, producer_version)
-    return out + _bytes(7, graph) + _bytes(8, _string(1, "") + _int(2, opset))
+    out += _bytes(7, graph) + _bytes(8, _string(1, "") + _int(2, opset))
+    for domain, version in (domains or {}).items():
+        out += _bytes(8, _string(1, domain) + _int(2, version))
+    return out

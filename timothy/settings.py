@@ -20,7 +20,13 @@ import importlib.util
 from datetime import timedelta
 from pathlib import Path
 
-from retrieval.names import EMBEDDING_PROVIDERS, LOCAL_RUNTIMES, PIPELINES, PROFILE_NAMES
+from retrieval.names import (
+    EMBEDDING_PRECISIONS,
+    EMBEDDING_PROVIDERS,
+    LOCAL_RUNTIMES,
+    PIPELINES,
+    PROFILE_NAMES,
+)
 from timothy.database import database_settings, default_shared_buffers_mb
 from timothy.env import (
     envaddress,
@@ -327,6 +333,9 @@ EMBEDDING_MAX_RETRIES = envint("TIMOTHY_EMBEDDING_MAX_RETRIES", 3, minimum=0)
 # local: how the model runs. onnx (ONNX Runtime, exported once from the same
 # weights into TIMOTHY_DATA_DIR/models) or torch (sentence-transformers).
 EMBEDDING_RUNTIME = envchoice("TIMOTHY_EMBEDDING_RUNTIME", "onnx", LOCAL_RUNTIMES)
+# local, onnx: the linear layers' weights as 8-bit integers (int8: about twice
+# as fast, vectors within cosine 0.9994 of float32's) or as the folder has them.
+EMBEDDING_PRECISION = envchoice("TIMOTHY_EMBEDDING_PRECISION", "int8", EMBEDDING_PRECISIONS)
 # local: intra-op threads per process. Every web and background worker runs its
 # own copy of the model; with more threads than cores they fight (docs/benchmarks.md).
 EMBEDDING_THREADS = envint("TIMOTHY_EMBEDDING_THREADS", 1, minimum=1)

@@ -21,12 +21,18 @@ def test_it_times_the_service_and_the_bulk_model_on_the_same_texts(settings):
     call_command(
         "bench_embed",
         *("--texts", "40", "--runs", "2", "--threads", "2", "--runtime", "onnx"),
+        *("--precision", "float32", "--queries", "5"),
         *("--dataset", str(TINY_EVAL)),
         stdout=out,
     )
     text = out.getvalue()
     assert text.startswith("40 texts (mean "), text
-    assert "in calls of 512, onnx, 2 thread(s)" in text
+    assert "in calls of 512, onnx float32, 2 thread(s)" in text
+    assert re.search(
+        r"^one query at a time \(5 questions, 1 thread\(s\)\): p50 [\d.]+ ms, p95 [\d.]+ ms$",
+        text,
+        re.M,
+    ), text
     assert len(re.findall(r"^run \d: service [\d.]+ texts/s, bulk [\d.]+ texts/s", text, re.M)) == 2
     rows = {
         parts[0]: parts[1:]

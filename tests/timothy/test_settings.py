@@ -61,6 +61,10 @@ def manage_check(*options: str, **variables: str) -> subprocess.CompletedProcess
         ({"TIMOTHY_WEB_THREADS": "0"}, "TIMOTHY_WEB_THREADS is 0; it must be at least 1."),
         ({"DEBUG": "ture"}, "DEBUG is 'ture'; use one of 1, true, yes, on, 0, false, no, off"),
         ({"TIMOTHY_EMBEDDING_PROVIDER": "opneai"}, "TIMOTHY_EMBEDDING_PROVIDER is 'opneai'"),
+        (
+            {"TIMOTHY_EMBEDDING_PRECISION": "fp16"},
+            "TIMOTHY_EMBEDDING_PRECISION is 'fp16'; use one of: int8, float32.",
+        ),
         ({"TIMOTHY_PUBLIC_ADDR": "8000"}, "TIMOTHY_PUBLIC_ADDR is '8000'; it must be host:port"),
         (
             {"TIMOTHY_AUTO_PROMOTE_MIN_CONFIDENCE": "1.5"},

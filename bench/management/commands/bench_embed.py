@@ -11,6 +11,10 @@ ways of using the cores, alternating, so that a change of load falls on both:
 - ``bulk``: up to ``--threads`` small batches at once, one thread each
   (``LocalEmbeddingProvider(bulk=True)``, what `reembed` uses).
 
+Then ``--queries`` questions of the dev sets, one at a time, as a search
+embeds its query (one thread, ``TIMOTHY_EMBEDDING_THREADS``; the query cache
+bypassed): the milliseconds of each, p50 and p95.
+
 Nothing is written to a database.
 """
 
@@ -29,10 +33,12 @@ from bench.measure import describe_load, load_average
 from memories.management.base import positive_int
 from retrieval.batch_embed import REEMBED_BATCH_ROWS
 from retrieval.embeddings import LocalEmbeddingProvider, default_local_model_path
+from retrieval.names import EMBEDDING_PRECISIONS
 
 MODES = ("service", "bulk")
 # Texts embedded before the timing starts: the model loaded, its first passes done.
 WARMUP_TEXTS = 64
+WARMUP_QUERIES = 20
 
 
 class Command(BaseCommand):
@@ -43,6 +49,12 @@ class Command(BaseCommand):
             "--texts", type=positive_int, default=12_288, help="texts timed per mode and run"
         )
         parser.add_argument("--runs", type=positive_int, default=3, help="runs of each mode")
+        parser.add_argument(
+            "--queries",
+            type=positive_int,
+            default=300,
+            help="single questions timed one at a time (a search's query)",
+        )
         parser.add_argument(
             "--threads",
             type=positive_int,
@@ -56,6 +68,12 @@ class Command(BaseCommand):
             help="default: TIMOTHY_EMBEDDING_RUNTIME (torch needs requirements-torch.txt; "
             "bulk changes nothing under it)",
         )
+        parser.add_argument(
+            "--precision",
+            choices=EMBEDDING_PRECISIONS,
+            default=None,
+            help="onnx: the weights' precision (default: TIMOTHY_EMBEDDING_PRECISION)",
+        )
         parser.add_argument("--dataset", action="append", help="timothy-eval/1 file (repeat)")
         parser.add_argument("--seed", type=int, default=7)
 
@@ -66,6 +84,7 @@ class Command(BaseCommand):
         corpus = PersonalCorpus(datasets, options["seed"])
         texts = [corpus.memory()[0] for _ in range(options["texts"])]
         runtime = (options["runtime"] or settings.EMBEDDING_RUNTIME or "onnx").lower()
+        precision = options["precision"] or settings.EMBEDDING_PRECISION
         providers = {
             mode: LocalEmbeddingProvider(
                 Path(settings.EMBEDDING_MODEL or default_local_model_path()),
@@ -74,6 +93,7 @@ class Command(BaseCommand):
                 threads=options["threads"],
                 export_dir=Path(settings.DATA_DIR) / "models",
                 bulk=mode == "bulk",
+                precision=precision,
             )
             for mode in MODES
         }
@@ -81,7 +101,8 @@ class Command(BaseCommand):
             provider.embed(texts[:WARMUP_TEXTS])
         self.stdout.write(
             f"{len(texts):,} texts (mean {statistics.mean(map(len, texts)):.0f} characters) "
-            f"in calls of {REEMBED_BATCH_ROWS}, {runtime}, {options['threads']} thread(s); "
+            f"in calls of {REEMBED_BATCH_ROWS}, {runtime} {providers['bulk'].precision}, "
+            f"{options['threads']} thread(s); "
             f"machine: load average {describe_load(load_average())} at the start"
         )
         rates: dict[str, list[float]] = {mode: [] for mode in MODES}
@@ -103,4 +124,28 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"{mode:<10} {model.batch_size:>5} {statistics.median(rates[mode]):>8.1f}  {runs}"
             )
+        self._time_queries(corpus, runtime, precision, options["queries"])
         self.stdout.write(f"machine: load average {describe_load(load_average())} at the end")
+
+    def _time_queries(self, corpus, runtime: str, precision: str, count: int) -> None:
+        provider = LocalEmbeddingProvider(
+            Path(settings.EMBEDDING_MODEL or default_local_model_path()),
+            batch_size=settings.EMBEDDING_BATCH_SIZE,
+            runtime=runtime,
+            threads=settings.EMBEDDING_THREADS,
+            export_dir=Path(settings.DATA_DIR) / "models",
+            precision=precision,
+        )
+        queries = [corpus.query() for _ in range(count + WARMUP_QUERIES)]
+        for query in queries[:WARMUP_QUERIES]:
+            provider.embed([query])
+        took = []
+        for query in queries[WARMUP_QUERIES:]:
+            started = time.perf_counter()
+            provider.embed([query])
+            took.append((time.perf_counter() - started) * 1000)
+        p95 = statistics.quantiles(took, n=20)[-1] if len(took) > 1 else took[0]
+        self.stdout.write(
+            f"one query at a time ({count} questions, {settings.EMBEDDING_THREADS} thread(s)): "
+            f"p50 {statistics.median(took):.2f} ms, p95 {p95:.2f} ms"
+        )

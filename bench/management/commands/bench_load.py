@@ -433,6 +433,7 @@ class Command(BaseCommand):
             f"({options['web_workers']} workers x {options['web_threads']} threads), "
             f"{stored:,} memories of {options['owners']} owner(s), "
             f"embeddings: {settings.EMBEDDING_PROVIDER}"
+            + (f" ({_local_model()})" if settings.EMBEDDING_PROVIDER == "local" else "")
         )
         self.stdout.write(
             f"machine: {os.cpu_count()} cores, load average {self.load_before[0]:.1f} before, "
@@ -482,3 +483,9 @@ class Command(BaseCommand):
             f"writes (warm-up included): {acknowledged:,} acknowledged, {written:,} in the "
             "database" + (" (none lost)" if written == acknowledged else " (MISMATCH)")
         )
+
+
+def _local_model() -> str:
+    """How the service runs the local model: "onnx int8", "torch"."""
+    runtime = (settings.EMBEDDING_RUNTIME or "onnx").lower()
+    return f"{runtime} {settings.EMBEDDING_PRECISION}" if runtime == "onnx" else runtime

@@ -244,6 +244,7 @@ class Command(BaseCommand):
             threads=os.cpu_count() or 1,
             export_dir=Path(settings.DATA_DIR) / "models",
             bulk=True,
+            precision=settings.EMBEDDING_PRECISION,
         )
         provider.warm_up()
         from pgvector.psycopg import register_vector
@@ -372,10 +373,12 @@ class Command(BaseCommand):
             raise CommandError("gunicorn did not answer in time:\n" + "".join(errors[-30:]))
         runtime = env.get("TIMOTHY_EMBEDDING_RUNTIME", settings.EMBEDDING_RUNTIME)
         threads = env.get("TIMOTHY_EMBEDDING_THREADS", settings.EMBEDDING_THREADS)
+        precision = env.get("TIMOTHY_EMBEDDING_PRECISION", settings.EMBEDDING_PRECISION)
         self.stdout.write(
             f"server: {' '.join(command[2:])} (as `make run`), {options['web_workers']} "
-            f"worker(s) × {settings.WEB_THREADS} threads; embeddings local, {runtime}, {threads} "
-            f"thread(s) per process, query cache {'on' if options['query_cache'] else 'off'}"
+            f"worker(s) × {settings.WEB_THREADS} threads; embeddings local, {runtime} "
+            f"{precision}, {threads} thread(s) per process, "
+            f"query cache {'on' if options['query_cache'] else 'off'}"
         )
         return server
 
