@@ -892,8 +892,28 @@ def _full_name_against_relation(first: tuple[str, str], second: tuple[str, str])
 
 # --- aspect ----------------------------------------------------------------------
 
+
 # (aspect, pattern), most specific first: the first that matches wins. Patterns
 # are matched against the lower-cased text with "’" read as "'".
+def _plural(word: str) -> str:
+    if word.endswith("s"):
+        return word
+    if word.endswith("y") and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+# A pet named by any of PET_WORDS ("a pup called Moss"), or "pet" itself.
+_PET_PATTERN = (
+    r"\b(?:"
+    + "|".join(
+        re.escape(form)
+        for word in sorted(PET_WORDS | {"pet"}, key=len, reverse=True)
+        for form in dict.fromkeys((_plural(word), word))
+    )
+    + r")\b"
+)
+
 ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
     (
         "commute",
@@ -1072,11 +1092,7 @@ ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
         r"\bwatch(?:es|ed|ing)?\b|\bfilms?\b|\bmovies?\b|\bseries\b|\btv\b|\bnetflix\b|"
         r"\bshows?\b|\bcinema\b|\bdocumentar\w*|\banime\b|\bpodcasts?\b",
     ),
-    (
-        "pet",
-        r"\b(?:dog|cat|puppy|kitten|pet|parrot|rabbit|hamster|horse|pony|budgie|budgerigar|tortoise|"
-        r"goldfish|gecko|chickens|hens)s?\b",
-    ),
+    ("pet", _PET_PATTERN),
     (
         "drink",
         r"\bcoffee\b|\btea\b|\bespresso\b|\blatte\b|\bcappuccino\b|\bflat white\b|\bbeer\b|"

@@ -286,6 +286,26 @@ def test_a_name_said_to_be_a_pet_is_a_pet():
     assert about("Kaisla is a keen birdwatcher.").kind == PERSON
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Brought home a 9-week-old huntaway-cross pup called Moss.",
+        "The puppies went to new homes in May.",
+        "Adopted two guinea-pigs from the rescue.",
+        "Bought a second-hand hutch for the bunnies.",
+    ],
+)
+def test_every_pet_word_names_the_pet_aspect(text):
+    # Before, the aspect knew fewer pets than PET_WORDS: the first three were
+    # events of no aspect, and "What breed is my current dog?" preferred "Likes
+    # working dogs" (about pets) to the pup brought home.
+    assert about(text, "episodic").aspect == "pet"
+
+
+def test_a_word_that_contains_a_pet_is_not_one():
+    assert about("Bought a new carpet for the hall.", "episodic").aspect != "pet"
+
+
 def test_facts_have_no_occasion():
     assert about("Flew to Rome in May 2019.", "semantic").occasion == ""
 
