@@ -211,6 +211,16 @@ class LocalEmbeddingProvider:
         self.runtime = _usable_runtime(model_path, runtime)
         # torch runs the weights as the folder has them.
         self.precision = precision if self.runtime == "onnx" else "float32"
+        if self.precision == "int8":
+            from retrieval.onnx_model import int8_kernels_available
+
+            if not int8_kernels_available():
+                logger.warning(
+                    "This CPU has no integer kernels for the int8 embedding graph (AVX2 or "
+                    "NEON); embedding with the float32 graph instead. Set "
+                    "TIMOTHY_EMBEDDING_PRECISION=float32 to say so."
+                )
+                self.precision = "float32"
         self.threads = max(1, threads)
         self.export_dir = export_dir
         self.bulk = bulk

@@ -33,6 +33,7 @@ import json
 import logging
 import math
 import os
+import platform
 import re
 import struct
 import time
@@ -94,6 +95,23 @@ _SAFETENSORS_DTYPES = {
 
 class OnnxModelUnsupported(Exception):
     """This model (or this installation) cannot run under ONNX Runtime."""
+
+
+def int8_kernels_available() -> bool:
+    """Whether ONNX Runtime has integer kernels for the int8 graph's products on
+    this CPU: AVX2 on x86-64, NEON on 64-bit ARM. Without them MatMulNBits
+    dequantises its weights to float on every run, several times slower than
+    the float32 graph. Unknown (another CPU, or numpy cannot say): True."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:
+        return True
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64"):
+        return bool(features.get("AVX2"))
+    if machine in ("aarch64", "arm64"):
+        return bool(features.get("ASIMD") or features.get("NEON"))
+    return True
 
 
 def check_supported(model_path: Path) -> dict:

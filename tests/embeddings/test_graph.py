@@ -22,6 +22,7 @@ from retrieval.onnx_model import (
     GRAPH_VERSION,
     build_graph,
     graph_path,
+    int8_kernels_available,
     load_onnx_model,
     quantize_blocks,
     read_safetensors,
@@ -101,6 +102,25 @@ def test_the_int8_graph_gives_vectors_close_to_sentence_transformers(tmp_path, r
     [built] = tmp_path.glob("*.onnx")
     assert built == graph_path(default_local_model_path(), tmp_path, "int8")
     assert built != graph_path(default_local_model_path(), tmp_path)
+
+
+def test_a_cpu_without_integer_kernels_embeds_with_the_float32_graph(monkeypatch, caplog):
+    import retrieval.onnx_model
+
+    monkeypatch.setattr(retrieval.onnx_model, "int8_kernels_available", lambda: False)
+    with caplog.at_level("WARNING", logger="retrieval.embeddings"):
+        provider = LocalEmbeddingProvider(default_local_model_path(), batch_size=8)
+    assert provider.precision == "float32"
+    assert "no integer kernels" in caplog.text
+
+
+def test_the_integer_kernels_are_found_as_the_cpu_reports_them():
+    flags = next(
+        line.split(":", 1)[1].split()
+        for line in Path("/proc/cpuinfo").read_text().splitlines()
+        if line.startswith(("flags", "Features"))
+    )
+    assert int8_kernels_available() == bool({"avx2", "asimd"} & set(flags))
 
 
 def test_quantize_blocks_keeps_each_block_within_half_a_step():
