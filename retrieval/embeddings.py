@@ -27,7 +27,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
-from retrieval.names import EMBEDDING_PRECISIONS, LOCAL_RUNTIMES
+from retrieval.names import DEFAULT_EMBEDDING_PRECISION, EMBEDDING_PRECISIONS, LOCAL_RUNTIMES
 from retrieval.names import EMBEDDING_PROVIDERS as PROVIDERS
 from timothy import http_retry
 
@@ -189,7 +189,7 @@ class LocalEmbeddingProvider:
         threads: int = 1,
         export_dir: Path | None = None,
         bulk: bool = False,
-        precision: str = "int8",
+        precision: str = DEFAULT_EMBEDDING_PRECISION,
     ) -> None:
         if not (model_path / "modules.json").exists() and not (model_path / "config.json").exists():
             raise ImproperlyConfigured(

@@ -13,3 +13,4 @@ EMBEDDING_PROVIDERS = ("none", "openai", "local")
 LOCAL_RUNTIMES = ("onnx", "torch")
 # How the onnx runtime keeps the linear layers' weights (retrieval/onnx_model.py).
 EMBEDDING_PRECISIONS = ("int8", "float32")
+DEFAULT_EMBEDDING_PRECISION = "int8"

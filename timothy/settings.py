@@ -21,6 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from retrieval.names import (
+    DEFAULT_EMBEDDING_PRECISION,
     EMBEDDING_PRECISIONS,
     EMBEDDING_PROVIDERS,
     LOCAL_RUNTIMES,
@@ -335,7 +336,9 @@ EMBEDDING_MAX_RETRIES = envint("TIMOTHY_EMBEDDING_MAX_RETRIES", 3, minimum=0)
 EMBEDDING_RUNTIME = envchoice("TIMOTHY_EMBEDDING_RUNTIME", "onnx", LOCAL_RUNTIMES)
 # local, onnx: the linear layers' weights as 8-bit integers (int8: about twice
 # as fast, vectors within cosine 0.9994 of float32's) or as the folder has them.
-EMBEDDING_PRECISION = envchoice("TIMOTHY_EMBEDDING_PRECISION", "int8", EMBEDDING_PRECISIONS)
+EMBEDDING_PRECISION = envchoice(
+    "TIMOTHY_EMBEDDING_PRECISION", DEFAULT_EMBEDDING_PRECISION, EMBEDDING_PRECISIONS
+)
 # local: intra-op threads per process. Every web and background worker runs its
 # own copy of the model; with more threads than cores they fight (docs/benchmarks.md).
 EMBEDDING_THREADS = envint("TIMOTHY_EMBEDDING_THREADS", 1, minimum=1)
