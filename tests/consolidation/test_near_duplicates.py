@@ -8,6 +8,11 @@ from memories.models import Memory
 from tests.base import make_memory
 from tests.consolidation.helpers import at_cosine, axis
 
+# Directions no other test file plants: the shared graph keeps the entries of
+# every rolled-back test (until a VACUUM), and many identical vectors (dozens
+# of tests write axis(0)) can leave a short walk among other owners' copies.
+BASE = 200
+
 
 def test_it_groups_pairs_with_union_find():
     pairs = [(5, 9), (9, 2), (7, 8), (2, 5), (11, 12), (12, 13), (8, 7)]
@@ -19,29 +24,31 @@ def test_it_groups_nothing_without_pairs():
 
 
 def test_it_pairs_memories_at_or_above_the_threshold(alice):
-    base = make_memory(alice, "Alice likes tea.", embedding=axis(0))
-    close = make_memory(alice, "Alice enjoys tea.", embedding=at_cosine(0, 1, 0.951))
-    far = make_memory(alice, "Alice likes coffee.", embedding=at_cosine(0, 2, 0.94))
+    base = make_memory(alice, "Alice likes tea.", embedding=axis(BASE + 0))
+    close = make_memory(alice, "Alice enjoys tea.", embedding=at_cosine(BASE + 0, BASE + 1, 0.951))
+    far = make_memory(alice, "Alice likes coffee.", embedding=at_cosine(BASE + 0, BASE + 2, 0.94))
     pairs = set(near_duplicate_pairs(alice.pk))
     assert pairs == {(base.pk, close.pk), (close.pk, base.pk)}
     assert far.pk not in {a for a, _ in pairs} | {b for _, b in pairs}
 
 
 def test_it_pairs_only_active_memories_of_the_same_owner(alice, bob):
-    mine = make_memory(alice, "Alice likes tea.", embedding=axis(0))
-    make_memory(bob, "Bob likes tea.", embedding=axis(0))
-    make_memory(alice, "Alice likes tea!", embedding=axis(0), status=Memory.Status.ARCHIVED)
-    make_memory(alice, "Alice likes tea?", embedding=axis(0), status=Memory.Status.PROPOSED)
+    mine = make_memory(alice, "Alice likes tea.", embedding=axis(BASE + 0))
+    make_memory(bob, "Bob likes tea.", embedding=axis(BASE + 0))
+    make_memory(alice, "Alice likes tea!", embedding=axis(BASE + 0), status=Memory.Status.ARCHIVED)
+    make_memory(alice, "Alice likes tea?", embedding=axis(BASE + 0), status=Memory.Status.PROPOSED)
     make_memory(alice, "Alice likes tea (no vector).")
     assert near_duplicate_pairs(alice.pk) == []
     assert near_duplicate_pairs(bob.pk) == []
-    twin = make_memory(alice, "Alice really likes tea.", embedding=axis(0))
+    twin = make_memory(alice, "Alice really likes tea.", embedding=axis(BASE + 0))
     assert sorted(near_duplicate_pairs(alice.pk)) == [(mine.pk, twin.pk), (twin.pk, mine.pk)]
 
 
 def test_it_joins_a_group_larger_than_the_neighbour_count(alice):
     members = [
-        make_memory(alice, f"Alice likes tea, version {i}.", embedding=at_cosine(0, 1 + i, 0.99))
+        make_memory(
+            alice, f"Alice likes tea, version {i}.", embedding=at_cosine(BASE, BASE + 1 + i, 0.99)
+        )
         for i in range(15)
     ]
     [group] = group_pairs(near_duplicate_pairs(alice.pk, neighbours=3))
@@ -49,8 +56,8 @@ def test_it_joins_a_group_larger_than_the_neighbour_count(alice):
 
 
 def test_it_reports_probes_that_did_not_find_themselves(alice):
-    tea = make_memory(alice, "Alice likes tea.", embedding=axis(0))
-    twin = make_memory(alice, "Alice enjoys tea.", embedding=axis(0))
+    tea = make_memory(alice, "Alice likes tea.", embedding=axis(BASE + 0))
+    twin = make_memory(alice, "Alice enjoys tea.", embedding=axis(BASE + 0))
     found, lost = consolidation._neighbour_pairs(
         [tea.pk, twin.pk], 5, 0.05, 20, settings.EMBEDDING_DIMENSIONS
     )
@@ -59,10 +66,10 @@ def test_it_reports_probes_that_did_not_find_themselves(alice):
 
 
 def test_it_retries_lost_probes_and_falls_back_to_exact_comparison(alice, monkeypatch):
-    base = make_memory(alice, "Alice likes tea.", embedding=axis(0))
-    close = make_memory(alice, "Alice enjoys tea.", embedding=at_cosine(0, 1, 0.97))
-    coffee = make_memory(alice, "Alice likes coffee.", embedding=at_cosine(0, 2, 0.9))
-    other = make_memory(alice, "Alice hates tea.", embedding=axis(3))
+    base = make_memory(alice, "Alice likes tea.", embedding=axis(BASE + 0))
+    close = make_memory(alice, "Alice enjoys tea.", embedding=at_cosine(BASE + 0, BASE + 1, 0.97))
+    coffee = make_memory(alice, "Alice likes coffee.", embedding=at_cosine(BASE + 0, BASE + 2, 0.9))
+    other = make_memory(alice, "Alice hates tea.", embedding=axis(BASE + 3))
     search = consolidation._neighbour_pairs
     widths = []
 
