@@ -31,6 +31,7 @@ version whose text changes is derived again unless the owner gave its about.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 
@@ -123,6 +124,10 @@ def occasion_label(occasion: str) -> str:
 
 # --- words -----------------------------------------------------------------------
 
+# Someone the owner names and describes without a relation ("Arjun Mehta, a
+# postdoc in the lab", "Mikko from downstairs"): told apart from a relation of
+# the same first name.
+ACQUAINTANCE = "acquaintance"
 # People the owner names by relation. Compound ones are written with hyphens.
 ROLE_WORDS = frozenset(
     [
@@ -193,6 +198,7 @@ ROLE_WORDS = frozenset(
         "co-worker",
         "workmate",
         "neighbour",
+        ACQUAINTANCE,
         "neighbor",
         "neighbours",
         "neighbors",
@@ -826,10 +832,20 @@ def _appositive_role(clause: str, name: str) -> str:
                 return _role(word)
         if re.match(r"\s*,\s*(?:a|an|the)\s", after):
             # "Arjun Mehta, a postdoc in the lab": someone described, not a relation.
-            return "acquaintance"
+            return ACQUAINTANCE
     match = re.match(r"\s+(?:from|at)\s+(work|the office|school|church|the gym|uni)\b", after)
     if match:
         return {"work": "coworker", "the office": "coworker"}.get(match.group(1), "")
+    # "Mikko from downstairs", "Benja from the band", "Leena, who chairs the
+    # allotment association,": a name told apart by where the owner knows them
+    # from or what they do, not by a relation ("Leena, who is her sister," is
+    # the sister).
+    if re.match(r"\s+from\s+(?:the\s+|next\s+)?[a-z]", after):
+        return ACQUAINTANCE
+    relative = re.match(r"\s*,\s*who\s+([^,.;]+)", after)
+    if relative:
+        roles = [_role(word) for word in _words(relative.group(1)) if _role(word)]
+        return roles[0] if roles else ACQUAINTANCE
     return ""
 
 
@@ -848,6 +864,86 @@ def _names_a_pet(name: str, clause: str) -> bool:
 def _names_an_organisation(name: str, clause: str) -> bool:
     words = {word.lower() for word in name.split()}
     return bool(words & ORGANISATION_HINTS)
+
+
+class KnownSubjects:
+    """Whom the owner's store already names, and how: what a memory that names
+    someone by one half ("Akosua", "my mother") means by the other half.
+
+    Learnt from the ``(subject, kind)`` of the owner's memories: a first name
+    the store gives one relation ("Akosua" -> "mother", from "Her mother
+    Akosua lives with her"), a relation it names one person by ("mother" ->
+    "Akosua"), a name it knows for a pet or an organisation ("Kaisla" -> pet).
+    A name given two relations, or a relation two names, says nothing (two
+    sons: "my son" names neither).
+    """
+
+    def __init__(self, subjects: Iterable[tuple[str, str]] = ()) -> None:
+        self._roles: dict[str, set[str]] = {}
+        self._names: dict[str, set[str]] = {}
+        self._kinds: dict[str, set[str]] = {}
+        for subject, kind in subjects:
+            self.learn(subject, kind)
+
+    def learn(self, subject: str, kind: str) -> None:
+        if kind not in (PERSON, PET, ORGANISATION) or not subject:
+            return
+        role, name = split_subject(subject)
+        if kind in (PET, ORGANISATION) and name:
+            self._kinds.setdefault(name.casefold(), set()).add(kind)
+        if role and name and role != ACQUAINTANCE and "'s" not in role:
+            self._roles.setdefault(name.split()[0].casefold(), set()).add(role)
+            self._names.setdefault(role, set()).add(name)
+
+    def role_of(self, first_name: str) -> str:
+        return _only(self._roles.get(first_name.casefold()))
+
+    def name_of(self, role: str) -> str:
+        return _only(self._names.get(role))
+
+    def kind_of(self, name: str) -> str:
+        return _only(self._kinds.get(name.casefold()))
+
+    def __bool__(self) -> bool:
+        return bool(self._roles or self._kinds)
+
+
+def _only(found: set[str] | None) -> str:
+    return next(iter(found)) if found and len(found) == 1 else ""
+
+
+def with_known_subject(
+    about: About, known: KnownSubjects | Callable[[], KnownSubjects] | None
+) -> About:
+    """``about`` with the half of its subject the store already knows: "Akosua"
+    as "mother Akosua", "my mother" as "mother Akosua", "Pivo" as a pet. An
+    about the owner set, or one about the owner, is left as it is. ``known``
+    may be a function that reads the store: called only for a bare name or a
+    bare relation, which most memories (about the owner) are not."""
+    if known is None or about.set_by == SET_BY_OWNER or about.kind not in (PERSON, PET):
+        return about
+    role, name = split_subject(about.subject)
+    if bool(role) == bool(name):
+        return about
+    if callable(known):
+        known = known()
+    if not known:
+        return about
+    if name and not role:
+        kind = known.kind_of(name)
+        if kind:
+            return replace(about, kind=kind)
+        known_role = known.role_of(name.split()[0])
+        full = known.name_of(known_role) if known_role else ""
+        # "Linda Vos" is not "wife Linda": a full name must be the one known.
+        if known_role and (len(name.split()) == 1 or name.casefold() == full.casefold()):
+            fuller = full if full.casefold().startswith(name.casefold()) else name
+            return replace(about, subject=f"{known_role} {fuller}"[:MAX_SUBJECT_CHARS])
+    if role and not name:
+        full = known.name_of(role)
+        if full:
+            return replace(about, subject=f"{role} {full}"[:MAX_SUBJECT_CHARS])
+    return about
 
 
 def same_subject(first: About, second: About) -> bool:
@@ -880,6 +976,9 @@ def _full_name_against_relation(first: tuple[str, str], second: tuple[str, str])
     """ "brother Arjun" against "Arjun Mehta": a relation the owner names by first
     name, and someone named in full with no relation: taken for two people."""
     (first_role, first_name), (second_role, second_name) = first, second
+    if ACQUAINTANCE in (first_role, second_role):
+        # "Wei Zhang from the chemistry department" is Wei Zhang: no relation.
+        return False
     return bool(
         first_role
         and not second_role
@@ -1414,11 +1513,14 @@ def derive_about(
     entities: tuple[str, ...] | list[str] = (),
     written: datetime | date | None = None,
     owner_names: tuple[str, ...] = (),
+    known: KnownSubjects | Callable[[], KnownSubjects] | None = None,
 ) -> About:
     """What a memory of this text and type is about, by the rules above.
 
     ``owner_names`` are the names the owner goes by ("Alice", "Alice Smith"):
-    a memory about one of them is about the owner.
+    a memory about one of them is about the owner. ``known``: whom the owner's
+    store already names (``known_subjects``), which completes a bare name or
+    relation ("Akosua" as "mother Akosua").
     """
     subject, kind, relation_aspect = _subject_of(content, tuple(entities))
     if kind == PERSON and (
@@ -1435,13 +1537,14 @@ def derive_about(
             relation_aspect = _relation_aspect("manager")
     aspect = relation_aspect or _aspect_of(_without_subject(content, subject, kind), memory_type)
     occasion = occasion_of(content, written) if memory_type == "episodic" else ""
-    return About(
+    about = About(
         subject=subject[:MAX_SUBJECT_CHARS],
         kind=kind,
         aspect=aspect[:MAX_ASPECT_CHARS],
         occasion=occasion[:MAX_OCCASION_CHARS],
         set_by=SET_BY_RULES,
     )
+    return with_known_subject(about, known)
 
 
 _HAS_A_NAMED = re.compile(r"\b(?:has|have|had) an? (?:\w+ )?([\w-]+),? (?:named|called) [A-Z]")

@@ -33,6 +33,7 @@ from tqdm import tqdm
 from memories.about import (
     SET_BY_IMPORT,
     About,
+    KnownSubjects,
     about_fields,
     checked_about,
     derive_about,
@@ -50,6 +51,7 @@ from memories.models import (
     check_content,
     check_entities,
     fit_entities,
+    known_subjects_of,
 )
 from memories.vectors import vector_text
 from retrieval.entities import EntityFinder, owner_entity_keys
@@ -576,6 +578,9 @@ def _insert(
     for item in good:
         finder.learn(item.fields["entity_refs"] or ())
     owner_names = owner_names_of(owner)
+    # Whom the store names, and then whom each line names, in the order written:
+    # "Akosua" in a later line is "mother Akosua" once one has said so.
+    known = known_subjects_of(owner.pk)
     with transaction.atomic(), connection.cursor() as cursor:
         # In file order, so an export lists the memories in the order they came.
         ids = sorted(_reserve_ids(cursor, len(good)))
@@ -605,7 +610,7 @@ def _insert(
                         fields["created_at"],
                         fields["last_confirmed_at"],
                         pk_of_key[item.successor_key] if item.depth else None,
-                        *_about_columns(fields, entities, owner_names),
+                        *_about_columns(fields, entities, owner_names, known),
                     )
                 )
                 if written % BATCH_SIZE == 0:
@@ -633,7 +638,7 @@ def _insert(
 
 
 def _about_columns(
-    fields: dict, entities: list[str], owner_names: tuple[str, ...]
+    fields: dict, entities: list[str], owner_names: tuple[str, ...], known: KnownSubjects
 ) -> tuple[str, ...]:
     about = fields["about"] or derive_about(
         fields["content"],
@@ -641,10 +646,12 @@ def _about_columns(
         entities=entities,
         written=fields["created_at"],
         owner_names=owner_names,
+        known=known,
     )
     if fields["status"] == Memory.Status.REDACTED:
         # A redacted row keeps nothing its text said.
         return ("", "", "", "", "")
+    known.learn(about.subject, about.kind)
     return tuple(about_fields(about)[column] for column in ABOUT_COLUMNS)
 
 

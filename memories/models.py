@@ -11,6 +11,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from functools import cache, partial
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -31,7 +32,11 @@ from memories.about import (
     MAX_ASPECT_CHARS,
     MAX_OCCASION_CHARS,
     MAX_SUBJECT_CHARS,
+    ORGANISATION,
+    PERSON,
+    PET,
     About,
+    KnownSubjects,
     about_fields,
     about_of,
     derive_about,
@@ -505,6 +510,15 @@ class Memory(models.Model):
             models.Index(fields=["superseded_by"], name="memory_superseded_by"),
             # A question about now reads the later memories about what its best
             # candidates are about (retrieval.candidates.load_successors).
+            # Whom an owner's memories name (known_subjects_of), read when a new
+            # memory names someone by name or relation alone: the index alone
+            # answers it, not the rows.
+            models.Index(
+                fields=["owner", "about_subject", "about_kind"],
+                name="memory_owner_subjects",
+                condition=Q(about_kind__in=[PERSON, PET, ORGANISATION])
+                & ~Q(status=MemoryStatus.REDACTED),
+            ),
             models.Index(
                 fields=["owner", "about_subject", "about_aspect", "-created_at"],
                 name="memory_owner_about",
@@ -736,7 +750,7 @@ class Memory(models.Model):
         with transaction.atomic():
             entity_refs = given or _found_entities(owner.pk, content)
             about = about or derive_about(
-                content, type, entities=entity_refs, written=now, owner_names=owner_names_of(owner)
+                content, type, entities=entity_refs, written=now, **owner_reading(owner)
             )
             memory = cls.objects.create(
                 owner=owner,
@@ -1239,7 +1253,7 @@ class Memory(models.Model):
                         type or by_strength[0].type,
                         entities=entities,
                         written=max(row.created_at for row in rows),
-                        owner_names=owner_names_of(rows[0].owner),
+                        **owner_reading(rows[0].owner),
                     )
                 ),
                 embedding=list(embedding) if embedding is not None else None,
@@ -1334,6 +1348,27 @@ def _lifetime_change(row: Memory, previous: str, status: str, now: datetime) -> 
     return []
 
 
+def known_subjects_of(owner_id: int) -> KnownSubjects:
+    """Whom and what the owner's memories name (``memories.about.KnownSubjects``):
+    every version but a redacted one, for a name outlives the fact it came with."""
+    subjects = (
+        Memory.objects.filter(owner_id=owner_id, about_kind__in=(PERSON, PET, ORGANISATION))
+        .exclude(status=Memory.Status.REDACTED)
+        .order_by()
+        .values_list("about_subject", "about_kind")
+        .distinct()
+    )
+    return KnownSubjects(subjects)
+
+
+def owner_reading(owner) -> dict:
+    """What ``derive_about`` is told of an owner: the names they go by, and
+    whom their store names (read only when a memory names someone by half)."""
+    # Read at most once however many memories are read with it.
+    known = cache(partial(known_subjects_of, owner.pk))
+    return {"owner_names": owner_names_of(owner), "known": known}
+
+
 def _found_entities(owner_id: int, content: str) -> list[str]:
     """Entities for a memory written without any (retrieval/entities.py, through
     the hook retrieval sets in memories/signals.py)."""
@@ -1367,7 +1402,7 @@ def _successor_about(
         type or old.type,
         entities=entity_refs,
         written=now,
-        owner_names=owner_names_of(old.owner),
+        **owner_reading(old.owner),
     )
 
 

@@ -47,13 +47,12 @@ from memories.about import (
     aspect_label,
     derive_about,
     is_multi_valued,
-    owner_names_of,
     refined,
     same_occasion,
     same_subject,
     topic_of,
 )
-from memories.models import Memory
+from memories.models import Memory, owner_reading
 from memories.vectors import vector_text
 from retrieval.embeddings import (
     MODEL_LOADING,
@@ -1080,9 +1079,10 @@ class Probe:
     # What the text is about; derived from it when not given.
     about: About | None = None
 
-    def resolved_about(self, owner_names: tuple[str, ...] = ()) -> About:
+    def resolved_about(self, owner_names: tuple[str, ...] = (), known=None) -> About:
         """The about given, or the one read from the text (and, with an
-        embedding, the aspect no rule names read from its meaning)."""
+        embedding, the aspect no rule names read from its meaning); ``known``
+        as ``derive_about`` takes it."""
         if self.about is not None:
             return self.about
         about = derive_about(
@@ -1090,6 +1090,7 @@ class Probe:
             self.type or "semantic",
             entities=self.entities,
             owner_names=owner_names,
+            known=known,
         )
         if self.embedding is not None:
             about = refined(about, self.type or "semantic", self.embedding, get_provider())
@@ -1142,7 +1143,7 @@ def find_related(
     result = results[0]
     result.degraded = result.degraded or degraded
     result.embedding = computed
-    result.about = probe.resolved_about(owner_names_of(owner))
+    result.about = probe.resolved_about(**owner_reading(owner))
     return result
 
 
@@ -1201,8 +1202,8 @@ def related_for_probes(
         logger.warning("Related memories unavailable: %s", report.error)
         return {probe.key: RelatedResult(degraded=QUERY_FAILED) for probe in probes}
     by_key = {probe.key: probe for probe in probes}
-    names = owner_names_of(owner)
-    probe_abouts = {probe.key: probe.resolved_about(names) for probe in probes}
+    reading = owner_reading(owner)
+    probe_abouts = {probe.key: probe.resolved_about(**reading) for probe in probes}
     found: dict[int, list[tuple[int, PairSignals, str, float]]] = {p.key: [] for p in probes}
     memory_ids: set[int] = set()
     for row in rows or []:
@@ -1213,7 +1214,7 @@ def related_for_probes(
             About(subject, kind, aspect, occasion, set_by)
             if kind
             else derive_about(
-                content, memory_type, entities=entity_refs, written=created_at, owner_names=names
+                content, memory_type, entities=entity_refs, written=created_at, **reading
             )
         )
         signals = PairSignals.of(

@@ -22,7 +22,15 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection
 
-from memories.about import About, checked_about, derive_about, refined, same_subject
+from memories.about import (
+    About,
+    KnownSubjects,
+    checked_about,
+    derive_about,
+    refined,
+    same_subject,
+    with_known_subject,
+)
 from memories.related import (
     CLASSES,
     DEFAULT_THRESHOLDS,
@@ -163,6 +171,7 @@ def signals_of(
     if embed is not None:
         unique = sorted(set(texts))
         vectors = dict(zip(unique, embed(unique), strict=True))
+    abouts = _abouts(pairs, vectors, embed) if by_about else {}
     result = []
     for pair in pairs:
         cosine = None
@@ -177,13 +186,32 @@ def signals_of(
                 old_entities=pair.existing.entities,
                 new_entities=pair.new.entities,
                 cosine=cosine,
-                old_about=_about(pair.existing, vectors, embed) if by_about else None,
-                new_about=_about(pair.new, vectors, embed) if by_about else None,
+                old_about=abouts.get((pair.persona, pair.existing.content, pair.existing.type)),
+                new_about=abouts.get((pair.persona, pair.new.content, pair.new.type)),
                 old_type=pair.existing.type,
                 new_type=pair.new.type,
             )
         )
     return result
+
+
+def _abouts(
+    pairs: Sequence[Pair], vectors: dict[str, list[float]], embed
+) -> dict[tuple[str, str, str], About]:
+    """What each side of each pair is about, keyed by (persona, text, type), as
+    the service stores it: each persona's store holds its pairs' existing
+    memories, and whom they name completes a bare name or relation
+    (``memories.about.with_known_subject``)."""
+    abouts = {
+        (pair.persona, side.content, side.type): _about(side, vectors, embed)
+        for pair in pairs
+        for side in (pair.existing, pair.new)
+    }
+    known: dict[str, KnownSubjects] = {}
+    for pair in pairs:
+        about = abouts[pair.persona, pair.existing.content, pair.existing.type]
+        known.setdefault(pair.persona, KnownSubjects()).learn(about.subject, about.kind)
+    return {key: with_known_subject(about, known[key[0]]) for key, about in abouts.items()}
 
 
 class _Embedder:
@@ -410,19 +438,21 @@ def about_accuracy(pairs: Sequence[Pair], embed=None) -> AboutAccuracy:
     (each distinct text once). The subject counts as right when it names the
     same subject (``same_subject``: "brother Tom" for "Tom"). With ``embed``
     (``texts -> vectors``) the about is the one the service stores: the rules',
-    with the aspect by meaning where no rule found one."""
+    with the aspect by meaning where no rule found one, and the subject
+    completed by whom the persona's other memories name."""
     sides = {}
     for pair in pairs:
         for side in (pair.existing, pair.new):
             if side.about is not None:
-                sides[(side.content, side.type)] = side
-    texts = sorted({side.content for side in sides.values()})
+                sides[(pair.persona, side.content, side.type)] = side
+    texts = sorted({side.content for pair in pairs for side in (pair.existing, pair.new)})
     vectors = dict(zip(texts, embed(texts), strict=True)) if embed and texts else {}
+    abouts = _abouts(pairs, vectors, embed)
     counts = {"subject": 0, "kind": 0, "aspect": 0, "occasion": 0}
     events = 0
     misses = []
-    for side in sides.values():
-        labelled, derived = side.about, _about(side, vectors, embed)
+    for key, side in sides.items():
+        labelled, derived = side.about, abouts[key]
         checks = {
             "subject": same_subject(labelled, derived)
             and labelled.kind == derived.kind

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from tqdm import tqdm
 
-from memories.about import about_fields, refined
+from memories.about import KnownSubjects, about_fields, refined, with_known_subject
 from memories.models import Memory, normalize_entities
 from retrieval.constants import LEGS
 from retrieval.embeddings import EmbeddingProvider, check_embedding_dimensions
@@ -127,10 +127,14 @@ def load_conversation(
     ]
     if entities == "auto":
         _find_entities(owner, rows)
+    # Whom the store names so far: a later "Akosua" is "mother Akosua" once an
+    # earlier memory has said so, as when the memories were written one by one.
+    known = KnownSubjects()
     for row in rows:
         # What each memory is about, as the store derives it: the rules when it
         # is written, the meaning's aspect once it has a vector.
-        about = refined(row.about, row.type, row.embedding, provider)
+        about = with_known_subject(refined(row.about, row.type, row.embedding, provider), known)
+        known.learn(about.subject, about.kind)
         for name, value in about_fields(about).items():
             setattr(row, name, value)
     created = Memory.objects.bulk_create(rows, batch_size=500)

@@ -71,3 +71,23 @@ def test_a_create_offers_another_persons_fact_only_as_see_also(alice_api):
     relations = {item["id"]: item["relation"] for item in body["related"]}
     assert relations[mine["id"]] == "update"
     assert relations.get(brother["id"]) in (None, "see_also")
+
+
+def test_a_name_or_relation_alone_is_read_as_whom_the_store_already_names(alice_api):
+    alice_api.create("Her mother Akosua lives with her and the twins.")
+    named = alice_api.create("Akosua was admitted to Korle Bu with malaria.")
+    related = alice_api.create("My mother spent a few days at Korle Bu.", mode="propose")
+    assert named["about"]["subject"] == "mother Akosua"
+    assert related["about"]["subject"] == "mother Akosua"
+    # Whom the store names by one relation only: two sons, and "my son" names neither.
+    alice_api.create("Her son Kojo is fifteen.")
+    alice_api.create("Her son Kwame is twelve.")
+    assert alice_api.create("My son plays football.")["about"]["subject"] == "son"
+
+
+def test_a_name_told_apart_from_a_relation_of_the_same_name_is_not_an_update(alice_api):
+    son = alice_api.create("Mikko, her son, works for Supercell.")
+    body = alice_api.create("Mikko from downstairs works for Nokia.", mode="propose")
+    assert body["about"]["subject"] == "acquaintance Mikko"
+    relations = {item["id"]: item["relation"] for item in body["related"]}
+    assert relations.get(son["id"]) in (None, "see_also")

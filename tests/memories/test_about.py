@@ -7,11 +7,14 @@ from datetime import date
 import pytest
 
 from memories.about import (
+    ORGANISATION,
     PERSON,
     PET,
     SELF,
+    SET_BY_OWNER,
     UNPLACED_EVENT,
     About,
+    KnownSubjects,
     asked_about,
     asked_aspect,
     checked_about,
@@ -22,6 +25,7 @@ from memories.about import (
     same_aspect,
     same_occasion,
     same_subject,
+    with_known_subject,
 )
 
 
@@ -397,3 +401,65 @@ def test_it_describes_itself_for_the_pages():
     assert about("Lives in Porto.").describe() == "about you · home"
     trip = about("Flew to Rome in May 2019.", "episodic")
     assert trip.describe() == "about you · travel · 2019-05"
+
+
+@pytest.mark.parametrize(
+    ("text", "subject"),
+    [
+        ("Mikko from downstairs works for Nokia.", "acquaintance Mikko"),
+        ("Benja from the band drives a Suzuki Swift as well.", "acquaintance Benja"),
+        ("Leena, who chairs the allotment association, lives in Lielahti.", "acquaintance Leena"),
+        ("Leena, who is her sister, lives in Turku.", "sister Leena"),
+        ("Tom from work is moving to Leeds.", "coworker Tom"),
+    ],
+)
+def test_a_name_told_apart_by_where_or_what_is_someone_the_owner_knows(text, subject):
+    assert about(text).subject == subject
+
+
+def test_an_acquaintance_is_not_a_relation_of_the_same_name_but_is_the_same_full_name():
+    son = about("Mikko, her son, works for Supercell.")
+    neighbour = about("Mikko from downstairs works for Nokia.")
+    colleague = about("Wei Zhang from the chemistry department plays badminton.")
+    assert son.subject == "son Mikko" and not same_subject(son, neighbour)
+    assert same_subject(colleague, About("Wei Zhang", PERSON))
+
+
+def store(*texts: str) -> KnownSubjects:
+    return KnownSubjects((found.subject, found.kind) for found in map(about, texts))
+
+
+def test_a_bare_name_or_relation_is_completed_by_whom_the_store_names():
+    known = store("Her mother Akosua lives with her and the twins.", "Kaisla is a blue budgie.")
+    assert about("Akosua was admitted to hospital.", known=known).subject == "mother Akosua"
+    assert about("My mother spent a few days in hospital.", known=known).subject == (
+        "mother Akosua"
+    )
+    # A name the store knows for a pet: a pet, whatever this sentence says.
+    assert with_known_subject(About("Kaisla", PERSON), known) == About("Kaisla", PET)
+    assert with_known_subject(
+        About("Loomwork", PERSON), KnownSubjects([("Loomwork", ORGANISATION)])
+    ) == (About("Loomwork", ORGANISATION))
+
+
+def test_what_the_store_names_twice_or_not_by_that_name_completes_nothing():
+    sons = store("Her son Kojo is fifteen.", "Her son Kwame is twelve.")
+    assert about("My son plays football.", known=sons).subject == "son"
+    wife = store("His wife Linda teaches fourth grade.")
+    # "Linda Vos" is someone else; "Linda" is the wife.
+    assert about("Linda Vos at church grew up Methodist.", known=wife).subject == "Linda Vos"
+    assert about("Linda grew up Methodist.", known=wife).subject == "wife Linda"
+    named_twice = store("Her sister Ana lives in Porto.", "Her cousin Ana lives in Faro.")
+    assert about("Ana moved to Lisbon.", known=named_twice).subject == "Ana"
+
+
+def test_the_owners_own_about_and_a_memory_about_the_owner_are_left_alone():
+    known = store("Her mother Akosua lives with her.")
+    given = About("Akosua", PERSON, "home", "", SET_BY_OWNER)
+    assert with_known_subject(given, known) == given
+
+    def never_read():
+        raise AssertionError("the store is read only for a bare name or relation")
+
+    assert about("Lives in Accra.", known=never_read).subject == SELF
+    assert about("Mikko, her son, works for Supercell.", known=never_read).subject == "son Mikko"

@@ -145,6 +145,28 @@ def test_derive_about_fills_memories_written_before_abouts(alice, bob):
     assert stored(owners)[2:] == ("the flat", "", "owner")
 
 
+def test_import_and_derive_about_complete_a_bare_name_by_whom_the_store_names(bob, tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"content": text, "type": "semantic"}) + "\n"
+            for text in (
+                "Her mother Akosua lives with her and the twins.",
+                "Akosua sings in the church choir.",
+            )
+        )
+    )
+    call_command("import_memories", str(path), "--owner", "bob", stdout=StringIO())
+    # Each line is read with whom the store and the lines before it name.
+    sung = Memory.objects.for_owner(bob).get(content__startswith="Akosua sings")
+    assert stored(sung)[:2] == ("mother Akosua", "person")
+
+    # A memory written before its name was known is completed by the backfill.
+    earlier = make_memory(bob, "My mother grows tomatoes.")
+    call_command("derive_about", "--owner", "bob", stdout=StringIO(), stderr=StringIO())
+    assert stored(earlier)[:2] == ("mother Akosua", "person")
+
+
 def test_consolidation_never_merges_memories_about_different_subjects(alice):
     mine = make_memory(alice, "Lives in Porto.", embedding=axis(0))
     brother = make_memory(alice, "My brother lives in Porto.", embedding=at_cosine(0, 1, 0.97))

@@ -39,14 +39,11 @@ SUBSET = {
     "siobhan-053": UNRELATED,  # works at / was born at the hospital
     "siobhan-060": UNRELATED,  # allergic to penicillin / to plaster adhesive
 }
-# What the learned classifier gets wrong among them (the rules get both right):
-# "Ellie's best friend is Maisie" / "… is Ruby" has the shape of the many
-# near-misses that swap one object ("Allergic to penicillin" / "… to cats"),
-# and the fit weighs that shape over the rules' "one best friend at a time";
+# What the learned classifier gets wrong among them (the rules get it right):
 # the Blackpool trip told twice names the children on one side and "Sunday" on
-# the other, values in conflict, so it is a duplicate by 0.52 only, under
+# the other, values in conflict, so it is a duplicate by a little only, under
 # DUPLICATE_MIN_PROBABILITY: offered as an update, which asks the owner to look.
-KNOWN_MISSES = {"siobhan-021": UNRELATED, "siobhan-011": UPDATE}
+KNOWN_MISSES = {"siobhan-011": UPDATE}
 
 
 @pytest.fixture
@@ -114,7 +111,7 @@ def test_on_personas_it_was_not_fitted_on_it_keeps_its_figures(local_embeddings)
         round(figures.related_recall, 3),
         round(figures.relation_right, 3),
         round(figures.near_misses_flagged, 3),
-    ) == (0.924, 0.89, 0.785, 0.085)
+    ) == (0.935, 0.883, 0.791, 0.071)
     assert figures.related_recall > rules.related_recall + 0.1
     assert figures.relation_right > rules.relation_right + 0.1
 

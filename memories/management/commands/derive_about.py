@@ -9,9 +9,9 @@ from django.db import connection, transaction
 from tqdm import tqdm
 
 from memories import about_llm, llm
-from memories.about import SET_BY_RULES, about_fields, derive_about, owner_names_of, refined
+from memories.about import SET_BY_RULES, about_fields, derive_about, refined
 from memories.management.base import SchemaCommand, owner_by_username, positive_int
-from memories.models import Memory
+from memories.models import Memory, owner_reading
 from retrieval.embeddings import EmbeddingError, get_provider
 
 BATCH_ROWS = 500
@@ -125,14 +125,17 @@ class Command(SchemaCommand):
     @staticmethod
     def _derive(batch: list[Memory], provider, dry_run: bool) -> int:
         changed = 0
+        readings: dict[int, dict] = {}
         with transaction.atomic():
             for memory in batch:
+                if memory.owner_id not in readings:
+                    readings[memory.owner_id] = owner_reading(memory.owner)
                 about = derive_about(
                     memory.content,
                     memory.type,
                     entities=tuple(memory.entity_refs),
                     written=memory.created_at,
-                    owner_names=owner_names_of(memory.owner),
+                    **readings[memory.owner_id],
                 )
                 if provider is not None and memory.embedding is not None:
                     about = refined(about, memory.type, memory.embedding, provider)
