@@ -324,6 +324,17 @@ ORGANISATION_HINTS = frozenset(
         "corp",
         "group",
         "startup",
+        "co-op",
+        "cooperative",
+        "association",
+        "society",
+        "union",
+        "publisher",
+        "agency",
+        "shop",
+        "restaurant",
+        "bakery",
+        "choir",
     ]
 )
 # Words that open a sentence about the owner.
@@ -546,7 +557,7 @@ def _subject_of(text: str, entities: tuple[str, ...]) -> tuple[str, str, str]:
                 after += 1
             if after < len(words) and _role(words[after]):
                 return SELF, SELF, _relation_aspect(_role(words[after]))
-        appositive_role = _appositive_role(clause, name)
+        appositive_role = _appositive_role(clause, name) if kind == PERSON else ""
         if appositive_role:
             return f"{appositive_role} {name}", kind, ""
         return name, kind, ""
@@ -726,7 +737,8 @@ def _opening_name(clause: str, entities: tuple[str, ...] = ()) -> str:
     if _NAME_VERB.match(words[0].lower()):
         return ""  # "Has moved", "Is now": a verb, not a name
     if _NAME_VERB.match(following) or (
-        not _looks_like_a_verb_form(words[0]) and _appositive_role(stripped, words[0])
+        not _looks_like_a_verb_form(words[0])
+        and (_appositive_role(stripped, words[0]) or _names_a_pet(words[0], stripped))
     ):
         return words[0].removesuffix("'s")
     return ""
@@ -862,8 +874,21 @@ def _names_a_pet(name: str, clause: str) -> bool:
 
 
 def _names_an_organisation(name: str, clause: str) -> bool:
+    """ "Heartland Co-op", "Argo is a publisher in Prague", "Loomwork, a B2B
+    software company": a name that says, or is said to be, an organisation."""
     words = {word.lower() for word in name.split()}
-    return bool(words & ORGANISATION_HINTS)
+    if words & ORGANISATION_HINTS:
+        return True
+    described = re.match(
+        rf"\s*{re.escape(name)},? (?:is |was )?(?:a|an|the) ((?:[\w'-]+ ){{0,3}}[\w'-]+)",
+        clause.replace("’", "'"),
+    )
+    if not described:
+        return False
+    # The head noun says what: "a friend from the choir", "the choir director"
+    # are people; "a B2B scheduling software company" is not.
+    noun_phrase = re.split(r" (?:from|at|in|of|with|for|on|who|that)\b", described.group(1))[0]
+    return noun_phrase.split()[-1].lower().removesuffix("s") in ORGANISATION_HINTS
 
 
 class KnownSubjects:

@@ -463,3 +463,24 @@ def test_the_owners_own_about_and_a_memory_about_the_owner_are_left_alone():
 
     assert about("Lives in Accra.", known=never_read).subject == SELF
     assert about("Mikko, her son, works for Supercell.", known=never_read).subject == "son Mikko"
+
+
+@pytest.mark.parametrize(
+    ("text", "subject", "kind"),
+    [
+        ("Argo is a publisher in Prague.", "Argo", ORGANISATION),
+        ("Heartland Co-op runs the grain elevator in Pella.", "Heartland Co-op", ORGANISATION),
+        ("Loomwork, a B2B scheduling software company, hired her.", "Loomwork", ORGANISATION),
+        ("Ana, a friend from the choir, sings alto.", "friend Ana", PERSON),
+        ("Aino Lehtinen, the choir director, is 70.", "acquaintance Aino Lehtinen", PERSON),
+        (
+            "Javiera Soto, the band's singer, is from Concepción.",
+            "acquaintance Javiera Soto",
+            PERSON,
+        ),
+        ("Kaisla, her budgerigar, has blue feathers.", "Kaisla", PET),
+    ],
+)
+def test_what_a_name_is_said_to_be_makes_it_an_organisation_a_person_or_a_pet(text, subject, kind):
+    found = about(text)
+    assert (found.subject, found.kind) == (subject, kind)
