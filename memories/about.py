@@ -751,7 +751,89 @@ def _looks_like_a_verb_form(word: str) -> bool:
         or lowered.endswith("s")
         and not lowered.endswith(("ss", "us", "is"))
         and len(lowered) > 3
+        or lowered in IRREGULAR_VERB_FORMS
     )
+
+
+# English verbs whose past (or base) form no suffix gives away: "Threw Gareth a
+# surprise party", "Quit Los Cerros Sonoros", "Met Ana at the gym" open with a
+# verb about the owner, not with a name.
+IRREGULAR_VERB_FORMS = frozenset(
+    [
+        "ate",
+        "became",
+        "began",
+        "bought",
+        "brought",
+        "built",
+        "caught",
+        "chose",
+        "came",
+        "drank",
+        "drove",
+        "fell",
+        "felt",
+        "flew",
+        "forgot",
+        "found",
+        "gave",
+        "got",
+        "grew",
+        "heard",
+        "held",
+        "hid",
+        "hit",
+        "hurt",
+        "kept",
+        "knew",
+        "lay",
+        "led",
+        "left",
+        "lent",
+        "lost",
+        "made",
+        "meant",
+        "met",
+        "paid",
+        "put",
+        "quit",
+        "ran",
+        "rang",
+        "read",
+        "rode",
+        "rose",
+        "sang",
+        "sat",
+        "saw",
+        "said",
+        "sent",
+        "set",
+        "shook",
+        "shot",
+        "shut",
+        "sold",
+        "slept",
+        "spent",
+        "split",
+        "spoke",
+        "stole",
+        "stood",
+        "struck",
+        "swam",
+        "swore",
+        "taught",
+        "thought",
+        "threw",
+        "told",
+        "took",
+        "tore",
+        "understood",
+        "woke",
+        "won",
+        "wore",
+        "wrote",
+    ]
+)
 
 
 _OPENING_WORDS = frozenset(
@@ -815,6 +897,13 @@ _OPENING_WORDS = frozenset(
         "later",
         "again",
         "nowadays",
+        "someone",
+        "somebody",
+        "everyone",
+        "everybody",
+        "nobody",
+        "anyone",
+        "anybody",
     ]
 )
 

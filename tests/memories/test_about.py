@@ -484,3 +484,16 @@ def test_the_owners_own_about_and_a_memory_about_the_owner_are_left_alone():
 def test_what_a_name_is_said_to_be_makes_it_an_organisation_a_person_or_a_pet(text, subject, kind):
     found = about(text)
     assert (found.subject, found.kind) == (subject, kind)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Threw Gareth a surprise fortieth at the Lloyds in June 2025.",
+        "Quit Los Cerros Sonoros and now plays with La Sonora del Puerto.",
+        "Met Ana at the climbing gym.",
+        "Someone took her bicycle from the rack at Bahen.",
+    ],
+)
+def test_a_sentence_opening_with_an_irregular_verb_or_someone_is_about_the_owner(text):
+    assert about(text).subject == SELF
