@@ -507,6 +507,15 @@ def _subject_of(text: str, entities: tuple[str, ...]) -> tuple[str, str, str]:
                 # "My wife is Keiko", "Her manager at Fernwood is Hannah": who
                 # the owner's wife or manager is.
                 return SELF, SELF, _relation_aspect(label)
+            if (
+                copula is not None
+                and not name
+                and label in CARER_ROLES
+                and lowered[copula + 1 : copula + 2] in (["at"], ["in"], ["with"])
+            ):
+                # "Her GP is at the Hervanta health centre": where the owner's
+                # doctor is, which a new practice replaces, as a new name does.
+                return SELF, SELF, _relation_aspect(label)
             kind = PET if pet else PERSON
             return f"{label} {name}".strip(), kind, ""
         noun = lowered[role_at]

@@ -497,3 +497,18 @@ def test_what_a_name_is_said_to_be_makes_it_an_organisation_a_person_or_a_pet(te
 )
 def test_a_sentence_opening_with_an_irregular_verb_or_someone_is_about_the_owner(text):
     assert about(text).subject == SELF
+
+
+def test_where_the_owners_doctor_practises_is_one_aspect_of_the_owner_a_new_practice_replaces():
+    old = about("Her GP is at the Hervanta health centre.")
+    new = about("Her GP is at Terveystalo on Hämeenkatu.")
+    named = about("His doctor is Dr Nakamura at Suita Clinic.")
+    assert old == new == About(SELF, SELF, "doctor") and named.aspect == "doctor"
+    assert newer_replaces(
+        old,
+        new,
+        "Her GP is at the Hervanta health centre.",
+        "Her GP is at Terveystalo on Hämeenkatu.",
+    )
+    # Someone else's whereabouts stay theirs.
+    assert about("My brother is in Leeds.").subject == "brother"
