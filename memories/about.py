@@ -1531,7 +1531,8 @@ def occasion_of(text: str, written: datetime | date | None) -> str:
             return f"{prefix}{number:02d}-{int(day):02d}"
     match = _MONTH_YEAR.search(text)
     if match:
-        return f"{match.group(2)}-{MONTHS[match.group(1).lower().rstrip('.')]:02d}"
+        month = f"{match.group(2)}-{MONTHS[match.group(1).lower().rstrip('.')]:02d}"
+        return month + _day_told_apart(text)
     match = _HOLIDAY.search(text)
     if match:
         year = _year_near(text, year_of_writing)
@@ -1541,7 +1542,8 @@ def occasion_of(text: str, written: datetime | date | None) -> str:
     if match:
         year = _year_near(text, year_of_writing)
         number = MONTHS[match.group(1).lower()]
-        return f"{year}-{number:02d}" if year else f"????-{number:02d}"
+        day = _day_told_apart(text)
+        return (f"{year}-{number:02d}" if year else f"????-{number:02d}") + day
     match = _YEAR.search(text)
     if match:
         return match.group(1)
@@ -1552,6 +1554,14 @@ def occasion_of(text: str, written: datetime | date | None) -> str:
             return f"{moment.year}-{moment.month:02d}-{int(match.group(1)):02d}"
         return f"~{moment.isoformat()}"
     return ""
+
+
+def _day_told_apart(text: str) -> str:
+    """ "-14" of "Her July 2024 lesson was on the 14th": the day a text gives
+    apart from its month, or ""."""
+    match = _DAY_ONLY.search(text)
+    day = int(match.group(1)) if match else 0
+    return f"-{day:02d}" if 1 <= day <= 31 else ""
 
 
 def _numeric_date(text: str, year_of_writing: int | None) -> str:

@@ -512,3 +512,13 @@ def test_where_the_owners_doctor_practises_is_one_aspect_of_the_owner_a_new_prac
     )
     # Someone else's whereabouts stay theirs.
     assert about("My brother is in Leeds.").subject == "brother"
+
+
+def test_a_day_given_apart_from_its_month_is_part_of_the_occasion():
+    written = date(2026, 1, 5)
+    corrected = "His first surf lesson in July 2024 was on the 14th, at Caparica."
+    assert occasion_of(corrected, written) == "2024-07-14"
+    assert occasion_of("Her flight this July arrives on the 24th.", written) == "2026-07-24"
+    assert occasion_of("Went to Lisbon in May 2024.", written) == "2024-05"
+    # A corrected day of one event: the same occasion, told again with another day.
+    assert same_occasion("2024-07-12", occasion_of(corrected, written)) is True

@@ -215,7 +215,7 @@ def test_it_keeps_the_documented_figures_without_embeddings():
     assert len(pairs) == 408
     assert round(figures.related_precision, 3) == 0.922
     assert round(figures.related_recall, 3) == 0.651
-    assert round(figures.relation_right, 3) == 0.587
+    assert round(figures.relation_right, 3) == 0.596
     assert round(figures.near_misses_flagged, 3) == 0.063
     about = about_accuracy(pairs)
     assert (about.memories, round(about.subject, 3), round(about.aspect, 3)) == (786, 0.936, 0.426)

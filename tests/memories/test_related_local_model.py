@@ -39,11 +39,6 @@ SUBSET = {
     "siobhan-053": UNRELATED,  # works at / was born at the hospital
     "siobhan-060": UNRELATED,  # allergic to penicillin / to plaster adhesive
 }
-# What the learned classifier gets wrong among them (the rules get it right):
-# the Blackpool trip told twice names the children on one side and "Sunday" on
-# the other, values in conflict, so it is a duplicate by a little only, under
-# DUPLICATE_MIN_PROBABILITY: offered as an update, which asks the owner to look.
-KNOWN_MISSES = {"siobhan-011": UPDATE}
 
 
 @pytest.fixture
@@ -62,7 +57,7 @@ def test_it_labels_a_fixed_subset_as_labelled(local_embeddings):
     assert len(pairs) == len(SUBSET)
     signals = signals_of(pairs, lambda texts: local_embeddings.embed(texts, timeout=120))
     guesses = {pair.id: predict(s) for pair, s in zip(pairs, signals, strict=True)}
-    assert guesses == SUBSET | KNOWN_MISSES
+    assert guesses == SUBSET
     assert {pair.id: predict(s, learned=None) for pair, s in zip(pairs, signals, strict=True)} == (
         SUBSET
     )
@@ -111,7 +106,7 @@ def test_on_personas_it_was_not_fitted_on_it_keeps_its_figures(local_embeddings)
         round(figures.related_recall, 3),
         round(figures.relation_right, 3),
         round(figures.near_misses_flagged, 3),
-    ) == (0.935, 0.887, 0.794, 0.071)
+    ) == (0.935, 0.887, 0.81, 0.071)
     assert figures.related_recall > rules.related_recall + 0.1
     assert figures.relation_right > rules.relation_right + 0.1
 
