@@ -350,6 +350,10 @@ class PairSignals:
     # to udon" / "Prefers udon to soba"; "Drives to work" / "Cycles instead
     # of driving"): a choice reversed.
     reversed_choice: bool = False
+    # Each side names where, and the places have nothing in common: "Arjun's
+    # wedding in Bangalore" / "… in Mysore" (not "at Tampere Hall" / "in
+    # Tampere-talo", one place named two ways).
+    place_replaced: bool = False
 
     @property
     def why(self) -> str:
@@ -411,6 +415,7 @@ class PairSignals:
             new_value=_values_only_in(new_values, old_values),
             old_value=_values_only_in(old_values, new_values),
             reversed_choice=reversed_choice(old_text, new_text),
+            place_replaced=place_replaced(old_text, new_text),
             cosine=None if cosine is None or not math.isfinite(cosine) else float(cosine),
             lexical=len(old_lex & new_lex) / len(union) if union else 0.0,
             shared_lexemes=len(old_lex & new_lex),
@@ -425,6 +430,29 @@ class PairSignals:
             other_person=about_someone_else(old_text, new_text, old_entities, new_entities),
             same_text=normalized_text(old_text) == normalized_text(new_text),
         )
+
+
+_MONTH_NAMES = re.compile(
+    r"(?i:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?$"
+)
+_PLACE = re.compile(r"\b(?:in|at)\s+(?:the\s+)?([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)")
+
+
+def _place_stems(text: str) -> set[str]:
+    return {
+        word.casefold()[:5]
+        for place in _PLACE.findall(text)
+        for word in re.split(r"[\s-]+", place)
+        if word and not _MONTH_NAMES.match(word)
+    }
+
+
+def place_replaced(old_text: str, new_text: str) -> bool:
+    """Each text names where (after *in* or *at*), and no word of one place
+    begins as a word of the other does."""
+    old, new = _place_stems(old_text), _place_stems(new_text)
+    return bool(old) and bool(new) and not old & new
 
 
 # Lexemes that carry no object: the frame of a fact, not what it is about.
@@ -913,6 +941,7 @@ PAIR_FEATURES: tuple[tuple[str, Callable[[PairSignals, str | None], float]], ...
     ("a value only in the new", lambda s, _: _flag(s.new_value)),
     ("a value only in the old", lambda s, _: _flag(s.old_value)),
     ("a choice reversed", lambda s, _: _flag(s.reversed_choice)),
+    ("a place replaced", lambda s, _: _flag(s.place_replaced)),
 )
 
 

@@ -23,6 +23,7 @@ from memories.related import (
     _unmatched,
     classify,
     find_related,
+    place_replaced,
     related_for_memories,
     value_tokens,
 )
@@ -445,3 +446,34 @@ def test_an_owner_who_dominates_the_table_gets_candidates_from_the_graph(
     assert [r.memory for r in found.related][:1] == [bikes]
     assert all(r.memory.owner_id == alice.pk for r in found.related)
     assert len(walks) == (1 if dominant else 0)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "replaced"),
+    [
+        (
+            "Arjun's wedding in Bangalore is on 18 January 2027.",
+            "Arjun's wedding is in Mysore, on 18 January 2027.",
+            True,
+        ),
+        (
+            "Finn's party is at Funky Monkeys on 21 February.",
+            "Finn's party is at Jump Nation in Sale.",
+            True,
+        ),
+        # One place named two ways, a place only one side names, a month.
+        (
+            "The choir sang at Tampere Hall on 4 October.",
+            "Performed with her choir in Tampere-talo in October.",
+            False,
+        ),
+        (
+            "Skied the Finlandia 50 km on 15.2.2025.",
+            "Completed the Finlandia ski race at Lahti in February 2025.",
+            False,
+        ),
+        ("Saw Take That in May 2024.", "Saw Take That in June 2024.", False),
+    ],
+)
+def test_it_tells_a_place_replaced_from_one_place_named_twice(old, new, replaced):
+    assert place_replaced(old, new) is replaced

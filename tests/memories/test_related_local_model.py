@@ -106,7 +106,7 @@ def test_on_personas_it_was_not_fitted_on_it_keeps_its_figures(local_embeddings)
         round(figures.related_recall, 3),
         round(figures.relation_right, 3),
         round(figures.near_misses_flagged, 3),
-    ) == (0.935, 0.887, 0.81, 0.071)
+    ) == (0.939, 0.893, 0.816, 0.067)
     assert figures.related_recall > rules.related_recall + 0.1
     assert figures.relation_right > rules.relation_right + 0.1
 
