@@ -1036,20 +1036,21 @@ def _only(found: set[str] | None) -> str:
 
 
 def with_known_subject(
-    about: About, known: KnownSubjects | Callable[[], KnownSubjects] | None
+    about: About, known: KnownSubjects | Callable[[About], KnownSubjects] | None
 ) -> About:
     """``about`` with the half of its subject the store already knows: "Akosua"
     as "mother Akosua", "my mother" as "mother Akosua", "Pivo" as a pet. An
     about the owner set, or one about the owner, is left as it is. ``known``
-    may be a function that reads the store: called only for a bare name or a
-    bare relation, which most memories (about the owner) are not."""
+    may be a function that reads what the store knows of this about's
+    subject: called only for a bare name or a bare relation, which most
+    memories (about the owner) are not."""
     if known is None or about.set_by == SET_BY_OWNER or about.kind not in (PERSON, PET):
         return about
     role, name = split_subject(about.subject)
     if bool(role) == bool(name):
         return about
     if callable(known):
-        known = known()
+        known = known(about)
     if not known:
         return about
     if name and not role:
@@ -1646,7 +1647,7 @@ def derive_about(
     entities: tuple[str, ...] | list[str] = (),
     written: datetime | date | None = None,
     owner_names: tuple[str, ...] = (),
-    known: KnownSubjects | Callable[[], KnownSubjects] | None = None,
+    known: KnownSubjects | Callable[[About], KnownSubjects] | None = None,
 ) -> About:
     """What a memory of this text and type is about, by the rules above.
 

@@ -41,6 +41,7 @@ from memories.about import (
     about_of,
     derive_about,
     owner_names_of,
+    split_subject,
 )
 from memories.matching import search_terms, term_pattern
 from memories.rules import REDACTED_CONTENT, MemoryIsPermanent  # noqa: F401 (re-exported)
@@ -1348,9 +1349,15 @@ def _lifetime_change(row: Memory, previous: str, status: str, now: datetime) -> 
     return []
 
 
-def known_subjects_of(owner_id: int) -> KnownSubjects:
+def known_subjects_of(owner_id: int, about: About | None = None) -> KnownSubjects:
     """Whom and what the owner's memories name (``memories.about.KnownSubjects``):
-    every version but a redacted one, for a name outlives the fact it came with."""
+    every version but a redacted one, for a name outlives the fact it came with.
+
+    With ``about`` (a bare name or a bare relation), only what completes it:
+    the subjects that hold the name's first word, then those of the relation
+    found; or those of the relation. An owner's store may name hundreds of
+    people; a write reads the few it needs.
+    """
     subjects = (
         Memory.objects.filter(owner_id=owner_id, about_kind__in=(PERSON, PET, ORGANISATION))
         .exclude(status=Memory.Status.REDACTED)
@@ -1358,13 +1365,35 @@ def known_subjects_of(owner_id: int) -> KnownSubjects:
         .values_list("about_subject", "about_kind")
         .distinct()
     )
-    return KnownSubjects(subjects)
+    if about is None:
+        return KnownSubjects(subjects)
+    role, name = split_subject(about.subject)
+    if role and not name:
+        return KnownSubjects(subjects.filter(about_subject__startswith=f"{role} "))
+    first = name.split()[0] if name else ""
+    if not first:
+        return KnownSubjects()
+    # The name as a word of the subject ("Akosua", "mother Akosua", "Akosua
+    # Mensah"): plain LIKEs over the index, several times cheaper than a regex.
+    as_a_word = (
+        Q(about_subject=first)
+        | Q(about_subject__startswith=f"{first} ")
+        | Q(about_subject__endswith=f" {first}")
+        | Q(about_subject__contains=f" {first} ")
+    )
+    known = KnownSubjects(subjects.filter(as_a_word))
+    known_role = known.role_of(first)
+    if known_role:
+        for subject, kind in subjects.filter(about_subject__startswith=f"{known_role} "):
+            known.learn(subject, kind)
+    return known
 
 
 def owner_reading(owner) -> dict:
     """What ``derive_about`` is told of an owner: the names they go by, and
-    whom their store names (read only when a memory names someone by half)."""
-    # Read at most once however many memories are read with it.
+    whom their store names (read only when a memory names someone by half,
+    and then only what completes it)."""
+    # Read at most once for each subject however many memories are read with it.
     known = cache(partial(known_subjects_of, owner.pk))
     return {"owner_names": owner_names_of(owner), "known": known}
 

@@ -458,7 +458,7 @@ def test_the_owners_own_about_and_a_memory_about_the_owner_are_left_alone():
     given = About("Akosua", PERSON, "home", "", SET_BY_OWNER)
     assert with_known_subject(given, known) == given
 
-    def never_read():
+    def never_read(about):
         raise AssertionError("the store is read only for a bare name or relation")
 
     assert about("Lives in Accra.", known=never_read).subject == SELF

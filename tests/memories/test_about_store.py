@@ -10,7 +10,7 @@ from django.core.management import call_command
 
 from memories import consolidation, redaction
 from memories.about import SELF, SET_BY_OWNER, About
-from memories.models import Memory, MemoryEvent
+from memories.models import Memory, MemoryEvent, known_subjects_of
 from tests.base import make_memory
 from tests.consolidation.helpers import at_cosine, axis
 
@@ -165,6 +165,20 @@ def test_import_and_derive_about_complete_a_bare_name_by_whom_the_store_names(bo
     earlier = make_memory(bob, "My mother grows tomatoes.")
     call_command("derive_about", "--owner", "bob", stdout=StringIO(), stderr=StringIO())
     assert stored(earlier)[:2] == ("mother Akosua", "person")
+
+
+def test_a_write_reads_only_the_subjects_that_complete_its_own(alice):
+    for text in (
+        "Her mother Akosua lives with her.",
+        "Her daughter Anabel Mensah plays netball.",
+        "Her friend Ana sings alto.",
+    ):
+        Memory.remember(alice, text, Memory.Type.SEMANTIC)
+    ana = known_subjects_of(alice.pk, About("Ana", "person"))
+    # "Anabel" holds "Ana" but not as a word: only the friend is read.
+    assert (ana.role_of("Ana"), ana.role_of("Anabel")) == ("friend", "")
+    assert known_subjects_of(alice.pk, About("mother", "person")).name_of("mother") == "Akosua"
+    assert known_subjects_of(alice.pk, About("Mensah", "person")).role_of("Anabel") == "daughter"
 
 
 def test_consolidation_never_merges_memories_about_different_subjects(alice):
