@@ -41,6 +41,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from memories.about import (
+    MONTHS,
     ROLE_CANONICAL,
     ROLE_WORDS,
     About,
@@ -432,10 +433,6 @@ class PairSignals:
         )
 
 
-_MONTH_NAMES = re.compile(
-    r"(?i:january|february|march|april|may|june|july|august|september|october|november|"
-    r"december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?$"
-)
 _PLACE = re.compile(r"\b(?:in|at)\s+(?:the\s+)?([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)")
 
 
@@ -444,7 +441,7 @@ def _place_stems(text: str) -> set[str]:
         word.casefold()[:5]
         for place in _PLACE.findall(text)
         for word in re.split(r"[\s-]+", place)
-        if word and not _MONTH_NAMES.match(word)
+        if word and word.casefold().rstrip(".") not in MONTHS
     }
 
 
