@@ -1005,8 +1005,25 @@ class KnownSubjects:
         self._roles: dict[str, set[str]] = {}
         self._names: dict[str, set[str]] = {}
         self._kinds: dict[str, set[str]] = {}
+        self._owner_names: list[str] = []
         for subject, kind in subjects:
             self.learn(subject, kind)
+
+    def learn_memory(self, about: About, content: str) -> None:
+        """What one memory of the store says: whom it is about and, about the
+        owner, the names it gives them."""
+        self.learn(about.subject, about.kind)
+        if about.kind == SELF:
+            self.learn_owner_names(content)
+
+    def learn_owner_names(self, content: str) -> None:
+        """The names a memory about the owner gives them ("My name is Gerry")."""
+        for name in owner_names_in(content):
+            if name not in self._owner_names:
+                self._owner_names.append(name)
+
+    def is_owner(self, name: str) -> bool:
+        return is_the_owner(name, tuple(self._owner_names))
 
     def learn(self, subject: str, kind: str) -> None:
         if kind not in (PERSON, PET, ORGANISATION) or not subject:
@@ -1028,7 +1045,35 @@ class KnownSubjects:
         return _only(self._kinds.get(name.casefold()))
 
     def __bool__(self) -> bool:
-        return bool(self._roles or self._kinds)
+        return bool(self._roles or self._kinds or self._owner_names)
+
+
+# "My name is Gerry", "Goes by Gerry", "Owner is Gerald "Gerry" Whitlock": the
+# names a memory about the owner gives them (a nickname in quotes apart).
+# The aspects of a memory about the owner's name ("Goes by Gerry": name; "My
+# name is Gerry": the name); the store reads at most MAX_OWNER_NAME_MEMORIES
+# of them for the names the owner goes by.
+NAME_ASPECTS = ("name", "the name")
+MAX_OWNER_NAME_MEMORIES = 20
+_OWNER_NAMED = re.compile(
+    # Whose name: the owner's ("My name is", "Her full name is"), not "The dog's name is".
+    r"(?i:(?:^|\b(?:my|her|his|owner's)\s+)(?:(?:first|full|real|given)\s+)?name is|"
+    r"\bgoes by|\bknown as|\bowner is)\s+"
+    r"((?:[A-Z][\w'’-]+|[\"“][^\"”]+[\"”])(?:\s+(?:[A-Z][\w'’-]+|[\"“][^\"”]+[\"”]))*)"
+)
+_QUOTED = re.compile(r"[\"“]([^\"”]+)[\"”]")
+
+
+def owner_names_in(content: str) -> tuple[str, ...]:
+    """The names a memory says the owner goes by: "Owner is Gerald "Gerry"
+    Whitlock" gives "Gerald Whitlock" and "Gerry"."""
+    names: list[str] = []
+    for match in _OWNER_NAMED.finditer(content):
+        phrase = match.group(1)
+        full = " ".join(_QUOTED.sub(" ", phrase).split())
+        names += [full] if full else []
+        names += [" ".join(nickname.split()) for nickname in _QUOTED.findall(phrase)]
+    return tuple(dict.fromkeys(name for name in names if name))
 
 
 def _only(found: set[str] | None) -> str:
@@ -1054,6 +1099,9 @@ def with_known_subject(
     if not known:
         return about
     if name and not role:
+        if known.is_owner(name):
+            # "Gerry keeps a spare in the caravan", in a store that says "My name is Gerry".
+            return replace(about, subject=SELF, kind=SELF)
         kind = known.kind_of(name)
         if kind:
             return replace(about, kind=kind)
@@ -1137,7 +1185,25 @@ _PET_PATTERN = (
     + r")\b"
 )
 
+# A grandparent, by any name ("making Gerry a grandad").
+GRANDPARENT_WORDS = (
+    r"(?:grandad|granddad|grandpa|grandfather|grandmother|grandma|granny|grandparents?|nan|nana)\b"
+)
+
 ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
+    # "Owner is Gerald Whitlock, born in Glasgow": the name first, whatever follows.
+    ("name", r"\bname is\b|\bgoes by\b|\bknown as\b|^owner is\b|\bnickname\b|\bpronouns?\b"),
+    (
+        # "Has two grandchildren", "Is a grandfather", "… was born, making Gerry
+        # a grandad for the third time": how many grandchildren, before what a
+        # birth or a child would say.
+        "grandchildren",
+        r"\b(?:has|have|had)\s+(?:\w+\s+)?grand(?:children|kids|sons?|daughters?|child)\b|"
+        r"\b(?:is|was|became|become|becoming|making|made|makes)(?:\s+\w+)?(?:\s+now)?\s+an?\s+"
+        r"(?:\w+\s+)?" + GRANDPARENT_WORDS + r"|"
+        r"\b(?:first|second|third|fourth|fifth|new|another)\s+grand(?:child|son|daughter|baby)\b|"
+        r"\bgrandchildren\b",
+    ),
     (
         "commute",
         r"\bcommut\w*|\b(?:cycl\w*|bik\w*|driv\w*|walk\w*|rides?|takes? the \w+(?: \w+)?|"
@@ -1197,7 +1263,7 @@ ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
     (
         "children",
         r"\b(?:has|have|had) (?:\w+ )?(?:kids|children|sons?|daughters?|a baby|twins)\b|"
-        r"\bexpecting (?:a baby|twins)\b|\bgrandchildren\b",
+        r"\bexpecting (?:a baby|twins)\b",
     ),
     (
         "language",
@@ -1342,7 +1408,6 @@ ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
         r"\bcredit card\b|\binsurance\b|\btax\b|\baccountant\b",
     ),
     ("sleep", r"\bsleeps?\b|\bbedtime\b|\bwakes? up\b|\bnaps?\b|\bbed by\b|\bgoes to bed\b"),
-    ("name", r"\bname is\b|\bgoes by\b|\bnickname\b|\bpronouns?\b"),
     (
         "religion",
         r"\bchurch\b|\bmosque\b|\bsynagogue\b|\btemple\b|\bpray\w*|\breligio\w*|\bfaith\b",
@@ -1657,6 +1722,11 @@ def derive_about(
     relation ("Akosua" as "mother Akosua").
     """
     subject, kind, relation_aspect = _subject_of(content, tuple(entities))
+    made = _MADE_A_GRANDPARENT.search(content)
+    if made:
+        # "Theo was born, making Gerry a grandad": news of Gerry's grandchildren.
+        who = made.group(1)
+        subject, kind = (SELF, SELF) if who.lower() in _OBJECT_PRONOUNS else (who, PERSON)
     if kind == PERSON and (
         is_the_owner(subject, owner_names) or _acts_on_the_owner(content, subject)
     ):
@@ -1681,6 +1751,10 @@ def derive_about(
     return with_known_subject(about, known)
 
 
+_MADE_A_GRANDPARENT = re.compile(
+    r"\b(?:making|made|makes) ([A-Z][\w'’-]+|him|her|me|us|them) an? (?:\w+ )?" + GRANDPARENT_WORDS
+)
+_OBJECT_PRONOUNS = frozenset({"him", "her", "me", "us", "them"})
 _HAS_A_NAMED = re.compile(r"\b(?:has|have|had) an? (?:\w+ )?([\w-]+),? (?:named|called) [A-Z]")
 _REPORTS_TO = re.compile(r"\b(?i:reports?) (?:directly )?to (?:the )?[A-Z]")
 

@@ -651,7 +651,7 @@ def _about_columns(
     if fields["status"] == Memory.Status.REDACTED:
         # A redacted row keeps nothing its text said.
         return ("", "", "", "", "")
-    known.learn(about.subject, about.kind)
+    known.learn_memory(about, fields["content"])
     return tuple(about_fields(about)[column] for column in ABOUT_COLUMNS)
 
 

@@ -31,10 +31,13 @@ from memories import signals
 from memories.about import (
     MAX_ASPECT_CHARS,
     MAX_OCCASION_CHARS,
+    MAX_OWNER_NAME_MEMORIES,
     MAX_SUBJECT_CHARS,
+    NAME_ASPECTS,
     ORGANISATION,
     PERSON,
     PET,
+    SELF,
     About,
     KnownSubjects,
     about_fields,
@@ -1366,7 +1369,9 @@ def known_subjects_of(owner_id: int, about: About | None = None) -> KnownSubject
         .distinct()
     )
     if about is None:
-        return KnownSubjects(subjects)
+        known = KnownSubjects(subjects)
+        _learn_owner_names(known, owner_id)
+        return known
     role, name = split_subject(about.subject)
     if role and not name:
         return KnownSubjects(subjects.filter(about_subject__startswith=f"{role} "))
@@ -1386,7 +1391,23 @@ def known_subjects_of(owner_id: int, about: About | None = None) -> KnownSubject
     if known_role:
         for subject, kind in subjects.filter(about_subject__startswith=f"{known_role} "):
             known.learn(subject, kind)
+    elif not known.kind_of(name):
+        # A name the store gives nobody else may be the owner's own ("My name is Gerry").
+        _learn_owner_names(known, owner_id)
     return known
+
+
+def _learn_owner_names(known: KnownSubjects, owner_id: int) -> None:
+    """The names the owner's memories about their own name give them
+    (``memories.about.owner_names_in``): a few rows, read over an index."""
+    stated = (
+        Memory.objects.filter(owner_id=owner_id, about_subject=SELF, about_aspect__in=NAME_ASPECTS)
+        .exclude(status=Memory.Status.REDACTED)
+        .order_by("created_at")
+        .values_list("content", flat=True)
+    )
+    for content in stated[:MAX_OWNER_NAME_MEMORIES]:
+        known.learn_owner_names(content)
 
 
 def owner_reading(owner) -> dict:

@@ -210,7 +210,7 @@ def _abouts(
     known: dict[str, KnownSubjects] = {}
     for pair in pairs:
         about = abouts[pair.persona, pair.existing.content, pair.existing.type]
-        known.setdefault(pair.persona, KnownSubjects()).learn(about.subject, about.kind)
+        known.setdefault(pair.persona, KnownSubjects()).learn_memory(about, pair.existing.content)
     return {key: with_known_subject(about, known[key[0]]) for key, about in abouts.items()}
 
 

@@ -134,7 +134,7 @@ def load_conversation(
         # What each memory is about, as the store derives it: the rules when it
         # is written, the meaning's aspect once it has a vector.
         about = with_known_subject(refined(row.about, row.type, row.embedding, provider), known)
-        known.learn(about.subject, about.kind)
+        known.learn_memory(about, row.content)
         for name, value in about_fields(about).items():
             setattr(row, name, value)
     created = Memory.objects.bulk_create(rows, batch_size=500)

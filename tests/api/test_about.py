@@ -91,3 +91,14 @@ def test_a_name_told_apart_from_a_relation_of_the_same_name_is_not_an_update(ali
     assert body["about"]["subject"] == "acquaintance Mikko"
     relations = {item["id"]: item["relation"] for item in body["related"]}
     assert relations.get(son["id"]) in (None, "see_also")
+
+
+def test_a_name_the_owner_goes_by_in_their_memories_is_read_as_the_owner(alice_api):
+    alice_api.create("Goes by Gerry.")
+    grandad = alice_api.create(
+        "Matthew and Jess's son Theo was born on 9 December 2025, making Gerry a grandad "
+        "for the third time.",
+        "episodic",
+    )
+    assert grandad["about"]["subject"] == "self"
+    assert grandad["about"]["aspect"] == "grandchildren"

@@ -22,6 +22,7 @@ from memories.about import (
     is_multi_valued,
     newer_replaces,
     occasion_of,
+    owner_names_in,
     same_aspect,
     same_occasion,
     same_subject,
@@ -522,3 +523,64 @@ def test_a_day_given_apart_from_its_month_is_part_of_the_occasion():
     assert occasion_of("Went to Lisbon in May 2024.", written) == "2024-05"
     # A corrected day of one event: the same occasion, told again with another day.
     assert same_occasion("2024-07-12", occasion_of(corrected, written)) is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Has two grandchildren, Claire's kids Ruby (8) and Finn (5).",
+        "Is a grandfather.",
+        "Has a grandson.",
+        "Became a grandmother in March.",
+        "Their first grandchild is due in May.",
+    ],
+)
+def test_grandchildren_are_an_aspect_of_the_owner_apart_from_children(text):
+    assert (about(text).subject, about(text).aspect) == (SELF, "grandchildren")
+
+
+def test_a_grandchilds_birth_is_news_of_the_owners_grandchildren_not_a_birthday():
+    birth = "Matthew and Jess's son Theo was born on 9 December 2025, making {} a grandad again."
+    assert about(birth.format("him"), "episodic") == About(
+        SELF, SELF, "grandchildren", "2025-12-09"
+    )
+    named = about(birth.format("Gerry"), "episodic", owner_names=("Gerry Whitlock",))
+    assert (named.subject, named.aspect) == (SELF, "grandchildren")
+    # Someone else made a grandparent: their grandchildren, not the owner's.
+    other = about(birth.format("Bruce"), "episodic")
+    assert (other.subject, other.aspect) == ("Bruce", "grandchildren")
+    # Two children and three grandchildren are two facts: neither replaces the other.
+    children, grandchildren = about("Has two children."), about("Has three grandchildren.")
+    assert children.aspect == "children"
+    assert not newer_replaces(
+        children, grandchildren, "Has two children.", "Has three grandchildren."
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        (
+            'Owner is Gerald "Gerry" Whitlock, born in Glasgow in 1962.',
+            ("Gerald Whitlock", "Gerry"),
+        ),
+        ("My name is Priya Natarajan.", ("Priya Natarajan",)),
+        ("Goes by Gerry.", ("Gerry",)),
+        ("Is known as “Bea” at work.", ("Bea",)),
+        ("I'm Dutch.", ()),
+        ("Lives in Porto.", ()),
+    ],
+)
+def test_the_names_a_memory_gives_the_owner(text, names):
+    assert owner_names_in(text) == names
+
+
+def test_a_name_the_store_gives_the_owner_is_the_owner():
+    known = KnownSubjects()
+    for text in ('Owner is Gerald "Gerry" Whitlock.', "The dog's name is Rex."):
+        known.learn_memory(about(text), text)
+    assert about("Gerry keeps a spare EpiPen in the caravan.", known=known).subject == SELF
+    assert about("Gerald sails on Wednesdays.", known=known).subject == SELF
+    # A name stated about someone else, or the owner's surname with another first name, is not.
+    assert about("Rex sleeps in the kitchen.", known=known).subject == "Rex"
+    assert about("Claire Whitlock lives in Wellington.", known=known).subject == "Claire Whitlock"

@@ -181,6 +181,29 @@ def test_a_write_reads_only_the_subjects_that_complete_its_own(alice):
     assert known_subjects_of(alice.pk, About("Mensah", "person")).role_of("Anabel") == "daughter"
 
 
+def test_a_name_the_owners_memories_give_them_is_the_owner_on_write_and_import(alice, tmp_path):
+    Memory.remember(alice, 'Owner is Gerald "Gerry" Whitlock.', Memory.Type.SEMANTIC)
+    Memory.remember(alice, "His friend Bruce sails on Wednesdays.", Memory.Type.SEMANTIC)
+    spare = Memory.remember(alice, "Gerry keeps a spare EpiPen in the caravan.", "semantic")
+    friend = Memory.remember(alice, "Bruce is a retired harbour pilot.", Memory.Type.SEMANTIC)
+    stranger = Memory.remember(alice, "Geraldine runs the village shop.", Memory.Type.SEMANTIC)
+    assert stored(spare)[:2] == (SELF, SELF)
+    assert stored(friend)[:2] == ("friend Bruce", "person")
+    assert stored(stranger)[:2] == ("Geraldine", "person")
+
+    # An import reads the names the lines before it give the owner.
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"content": text, "type": "semantic"}) + "\n"
+            for text in ("My name is Priya.", "Priya owns the web app at Loomwork.")
+        )
+    )
+    call_command("import_memories", str(path), "--owner", "alice", stdout=StringIO())
+    owns = Memory.objects.for_owner(alice).get(content__startswith="Priya owns")
+    assert stored(owns)[:2] == (SELF, SELF)
+
+
 def test_consolidation_never_merges_memories_about_different_subjects(alice):
     mine = make_memory(alice, "Lives in Porto.", embedding=axis(0))
     brother = make_memory(alice, "My brother lives in Porto.", embedding=at_cosine(0, 1, 0.97))

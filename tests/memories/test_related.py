@@ -214,12 +214,12 @@ def test_it_keeps_the_documented_figures_without_embeddings():
     pairs = load_pairs()
     figures = judgements(pairs, signals_of(pairs, None))
     assert len(pairs) == 408
-    assert round(figures.related_precision, 3) == 0.922
-    assert round(figures.related_recall, 3) == 0.651
-    assert round(figures.relation_right, 3) == 0.596
+    assert round(figures.related_precision, 3) == 0.923
+    assert round(figures.related_recall, 3) == 0.661
+    assert round(figures.relation_right, 3) == 0.606
     assert round(figures.near_misses_flagged, 3) == 0.063
     about = about_accuracy(pairs)
-    assert (about.memories, round(about.subject, 3), round(about.aspect, 3)) == (786, 0.936, 0.426)
+    assert (about.memories, round(about.subject, 3), round(about.aspect, 3)) == (786, 0.936, 0.431)
 
 
 @pytest.mark.django_db
@@ -238,7 +238,7 @@ def test_it_reports_the_judgements_per_split(capsys):
     assert (
         "609 pairs: 135 duplicate, 191 update, 283 unrelated; 204 dev, 204 test, 201 holdout" in out
     )
-    assert "-- all: 609 pairs · related at all P 0.923 R 0.589" in out
+    assert "-- all: 609 pairs · related at all P 0.924 R 0.595" in out
     assert "-- holdout: 201 pairs · related at all P 0.926 R 0.463" in out
     assert "near-misses flagged 0.057" in out
     assert "other-person 44/45" in out

@@ -10,6 +10,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from memories.about import about_fields, derive_about
 from retrieval import recall as recall_module
 from retrieval.recall import recall
 from tests.base import make_memory
@@ -107,3 +108,40 @@ def test_a_lookup_that_runs_late_leaves_the_later_memory_out_not_the_answer(
     assert result.memories[0].memory.pk == older.pk
     assert later.pk not in {item.memory.pk for item in [*result.memories, *result.cut]}
     assert "recall step successors timeout" in caplog.text
+
+
+@pytest.mark.django_db
+def test_a_grandchilds_birth_answers_how_many_grandchildren_now(alice):
+    # The birth names neither the count nor the word the question asks with:
+    # it joins because it is about the owner's grandchildren (before: about
+    # "Matthew" and a birthday, so the two-year-old count answered "now").
+    now = timezone.now()
+
+    def written(content, memory_type, days_ago, embedding):
+        about = derive_about(content, memory_type, written=now - timedelta(days=days_ago))
+        return make_memory(
+            alice,
+            content,
+            memory_type,
+            created_at=now - timedelta(days=days_ago),
+            embedding=embedding,
+            **about_fields(about),
+        )
+
+    count = written(
+        "Has two grandchildren, Claire's kids Ruby (8) and Finn (5).", "semantic", 700, axis(0)
+    )
+    birth = written(
+        "Matthew and Jess's son Theo was born on 9 December, making her a grandmother "
+        "for the third time.",
+        "episodic",
+        30,
+        vector((0, 0.6), (9, 0.8)),
+    )
+    for index in range(3):
+        written(f"Waters the garden on day {index} of the week.", "semantic", 300, axis(20 + index))
+
+    result = ask(alice, "How many grandchildren do I have now?")
+
+    assert result.memories[0].memory.pk == birth.pk
+    assert result.memories[0].parts["successor_of"] == count.pk
