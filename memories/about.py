@@ -1185,6 +1185,15 @@ _PET_PATTERN = (
     + r")\b"
 )
 
+JOB_TITLES = (
+    r"(?:nurse|teacher|engineer|designer|developer|doctor|lawyer|accountant|translator|farmer|"
+    r"student|manager|architect|chef|consultant|writer|journalist|researcher|scientist|"
+    r"pharmacist|electrician|plumber|carpenter|mechanic|programmer|analyst|professor|"
+    r"lecturer|paramedic|midwife|vet|therapist|librarian|baker|artist|photographer|dentist|"
+    r"editor|postdoc|surgeon|pilot|driver|cleaner|receptionist|ceramicist|potter|"
+    r"solicitor|barrister|civil servant|police officer|firefighter|soldier|officer)"
+)
+
 # A grandparent, by any name ("making Gerry a grandad").
 GRANDPARENT_WORDS = (
     r"(?:grandad|granddad|grandpa|grandfather|grandmother|grandma|granny|grandparents?|nan|nana)\b"
@@ -1323,13 +1332,10 @@ ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
         r"\bearns?\b|\bwages?\b|"
         r"\bfirst (?:day|shift|week) (?:at|with|as)\b(?! (?:the )?(?:school|university|college|"
         r"nursery|uni|kindergarten)\b)|"
-        r"\bworkplace\b|\bcontract at\b|\bclients?\b|\bnew boss\b|\bis an? (?:\w+ )?(?:nurse|"
-        r"teacher|engineer|designer|developer|doctor|lawyer|accountant|translator|farmer|"
-        r"student|manager|architect|chef|consultant|writer|journalist|researcher|scientist|"
-        r"pharmacist|electrician|plumber|carpenter|mechanic|programmer|analyst|professor|"
-        r"lecturer|paramedic|midwife|vet|therapist|librarian|baker|artist|photographer|dentist|"
-        r"editor|postdoc|surgeon|pilot|driver|cleaner|receptionist|ceramicist|potter|"
-        r"solicitor|barrister|civil servant|police officer|firefighter|soldier|officer)\b",
+        r"\bworkplace\b|\bcontract at\b|\bclients?\b|\bnew boss\b|"
+        r"\bis an? (?:\w+ )?" + JOB_TITLES + r"\b|"
+        # "Train driver for Northern, based at …": a title opening the sentence.
+        r"^(?:[\w-]+ ){0,2}" + JOB_TITLES + r" (?:for|at|with)\b",
     ),
     (
         "home",
@@ -2176,8 +2182,31 @@ def asked_about(query: str) -> About:
 _FIRST_PERSON = frozenset(["i", "i'm", "i've", "i'd", "i'll", "my"])
 
 
+# How a question asks of an aspect where a statement of it reads otherwise
+# ("Where do I work now?" names no employer; "Works at Globex" does).
+QUESTION_ASPECT_PATTERNS: tuple[tuple[str, str], ...] = (
+    (
+        "work-schedule",
+        r"\b(?:what|which) days (?:do|does|am|is) (?:\w+ ){1,2}(?:work|teach)\w*|"
+        r"\bdays a week (?:do|does|am|is) (?:\w+ ){1,2}(?:work|teach)\w*",
+    ),
+    (
+        "job",
+        r"\b(?:where|who) (?:do|does|did) (?:\w+ ){1,3}work(?: for)?\b|"
+        r"\bwhat (?:do|does) (?:\w+ ){1,2}do for (?:a )?(?:living|work)\b",
+    ),
+)
+_COMPILED_QUESTION_ASPECTS = tuple(
+    (aspect, re.compile(pattern)) for aspect, pattern in QUESTION_ASPECT_PATTERNS
+)
+
+
 def asked_aspect(query: str) -> str:
     """Which aspect a question asks of ("Which town do I live in now?": home;
-    "What car do I drive now?": car; "Who is my manager now?": manager), or ''
-    when it names none."""
-    return _asked_relation(query) or _aspect_of(query, "semantic")
+    "What car do I drive now?": car; "Who is my manager now?": manager;
+    "Where do I work now?": job), or '' when it names none."""
+    lowered = query.lower()
+    asked = next(
+        (name for name, pattern in _COMPILED_QUESTION_ASPECTS if pattern.search(lowered)), ""
+    )
+    return _asked_relation(query) or asked or _aspect_of(query, "semantic")

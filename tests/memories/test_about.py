@@ -584,3 +584,32 @@ def test_a_name_the_store_gives_the_owner_is_the_owner():
     # A name stated about someone else, or the owner's surname with another first name, is not.
     assert about("Rex sleeps in the kitchen.", known=known).subject == "Rex"
     assert about("Claire Whitlock lives in Wellington.", known=known).subject == "Claire Whitlock"
+
+
+@pytest.mark.parametrize(
+    ("question", "aspect"),
+    [
+        ("Where do I work now?", "job"),
+        ("Who do I work for these days?", "job"),
+        ("Where does Folake work these days?", "job"),
+        ("What does my brother do for a living now?", "job"),
+        ("What days do I work these days?", "work-schedule"),
+        ("How many days a week am I teaching now?", "work-schedule"),
+        ("Where do I live now?", "home"),
+        ("What car do I drive now?", "car"),
+    ],
+)
+def test_a_question_about_work_asks_of_the_job_or_its_days(question, aspect):
+    assert asked_aspect(question) == aspect
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Train driver for Northern, based at the Manchester Piccadilly depot.",
+        "Senior nurse at York Hospital.",
+        "Ana is a nurse.",
+    ],
+)
+def test_a_job_title_opening_the_sentence_is_the_job(text):
+    assert about(text).aspect == "job"
