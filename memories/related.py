@@ -1165,11 +1165,14 @@ def find_related(
         type=type,
         about=about,
     )
-    results = related_for_probes(owner, [probe], include_proposals, thresholds)
+    # One reading of the owner for the check and the about it answers with:
+    # whom the store names is read once (functools.cache), not once for each.
+    reading = owner_reading(owner)
+    results = related_for_probes(owner, [probe], include_proposals, thresholds, reading=reading)
     result = results[0]
     result.degraded = result.degraded or degraded
     result.embedding = computed
-    result.about = probe.resolved_about(**owner_reading(owner))
+    result.about = probe.resolved_about(**reading)
     return result
 
 
@@ -1216,7 +1219,11 @@ def related_for_probes(
     probes: Sequence[Probe],
     include_proposals: bool = False,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    *,
+    reading: dict | None = None,
 ) -> dict[int, RelatedResult]:
+    """Each probe's related memories; ``reading`` (``owner_reading``) may be
+    one the caller reads the owner with too."""
     if not probes:
         return {}
     report, rows = run_step(
@@ -1228,7 +1235,7 @@ def related_for_probes(
         logger.warning("Related memories unavailable: %s", report.error)
         return {probe.key: RelatedResult(degraded=QUERY_FAILED) for probe in probes}
     by_key = {probe.key: probe for probe in probes}
-    reading = owner_reading(owner)
+    reading = reading if reading is not None else owner_reading(owner)
     probe_abouts = {probe.key: probe.resolved_about(**reading) for probe in probes}
     found: dict[int, list[tuple[int, PairSignals, str, float]]] = {p.key: [] for p in probes}
     memory_ids: set[int] = set()

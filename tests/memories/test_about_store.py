@@ -204,6 +204,33 @@ def test_a_name_the_owners_memories_give_them_is_the_owner_on_write_and_import(a
     assert stored(owns)[:2] == (SELF, SELF)
 
 
+def test_a_create_reads_whom_the_store_names_once(alice):
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.api.conftest import issue_token
+
+    Memory.remember(alice, "Goes by Gerry.", Memory.Type.SEMANTIC)
+    client = Client(headers={"Authorization": f"Bearer {issue_token(alice)}"})
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post(
+            "/v1/memories",
+            {
+                "content": "Gerry keeps a spare EpiPen in the caravan.",
+                "type": "semantic",
+                "mode": "remember",
+            },
+            content_type="application/json",
+        )
+    assert response.status_code == 201, response.content
+    assert response.json()["about"]["subject"] == SELF
+    sent = [query["sql"] for query in queries.captured_queries]
+    # The related check and the about it answers with share one reading.
+    assert sum('SELECT DISTINCT "memories_memory"."about_subject"' in sql for sql in sent) == 1
+    assert sum('"memories_memory"."about_aspect" IN' in sql for sql in sent) == 1
+
+
 def test_consolidation_never_merges_memories_about_different_subjects(alice):
     mine = make_memory(alice, "Lives in Porto.", embedding=axis(0))
     brother = make_memory(alice, "My brother lives in Porto.", embedding=at_cosine(0, 1, 0.97))
